@@ -1,0 +1,50 @@
+// Shared helpers of the static kernels: dtype dispatch, broadcast index iteration and the
+// errors kernels raise. Internal to codegen/static.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/static/static_backend.h"
+#include "ir/op_schema.h"
+
+namespace fusor::static_kernels {
+
+/// Throws Unsupported: the static kernel of this node does not take dtype t.
+[[noreturn]] inline void unsupported_dtype(const Node& n, DType t) {
+  node_fail(n, ErrorCode::Unsupported, "the static backend has no kernel for dtype ", dtype_name(t));
+}
+
+/// Calls f(T{}) with T the C type of a computational dtype (float for f32, int32_t, int64_t).
+/// f16/bf16/bool go to `unsupported_dtype`.
+template <class F>
+void dispatch_numeric(const Node& n, DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); return;
+    case DType::I32: f(int32_t{}); return;
+    case DType::I64: f(int64_t{}); return;
+    default: unsupported_dtype(n, t);
+  }
+}
+
+/// An N-d loop nest over an output shape with up to 4 operands, each with its own element
+/// strides (0 on broadcast dims). Adjacent dims that are contiguous for every operand are
+/// merged, so the innermost loop is as long as possible.
+struct StridedLoop {
+  std::vector<int64_t> dims;                  ///< merged output dims; innermost last
+  std::vector<std::vector<int64_t>> strides;  ///< per operand, per merged dim
+  int64_t inner() const { return dims.empty() ? 1 : dims.back(); }
+  /// Number of rows (product of all dims but the innermost).
+  int64_t rows() const;
+  /// Element offset of each operand at the start of `row`.
+  void row_offsets(int64_t row, int64_t* offsets) const;
+};
+
+/// Builds the loop for output shape `out` and operands of the given shapes (broadcast to
+/// `out` under numpy rules). Operand 0 is usually the output itself.
+StridedLoop make_strided_loop(const Shape& out, const std::vector<Shape>& operands);
+
+/// Grain (in elements) that keeps per-chunk work above a few microseconds.
+inline constexpr int64_t kElementGrain = 1 << 14;
+
+}  // namespace fusor::static_kernels

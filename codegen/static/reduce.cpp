@@ -1,0 +1,9 @@
+// PLACEHOLDER: being written; every kernel reports Unsupported until then.
+#include "codegen/static/kernel_util.h"
+
+namespace fusor {
+
+void run_ReduceMean(StaticKernelArgs& a) { node_fail(a.node, ErrorCode::Unsupported, "not yet implemented"); }
+void run_ReduceSum(StaticKernelArgs& a) { node_fail(a.node, ErrorCode::Unsupported, "not yet implemented"); }
+
+}  // namespace fusor

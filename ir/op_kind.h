@@ -1,0 +1,29 @@
+// OpKind: the enumeration of fusor's operators, generated from ir/ops.def.
+// Layer: ir (std only).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace fusor {
+
+/// One operator kind per line of ir/ops.def.
+enum class OpKind : uint16_t {
+#define FUSOR_OP(kind) kind,
+#include "ir/ops.def"
+#undef FUSOR_OP
+};
+
+/// Number of operator kinds.
+inline constexpr int kNumOpKinds = 0
+#define FUSOR_OP(kind) +1
+#include "ir/ops.def"
+#undef FUSOR_OP
+    ;
+
+/// The ONNX op_type of a kind ("Conv", "MatMul", ...).
+std::string_view op_name(OpKind op);
+/// Parses an op_type; returns false when unknown.
+bool parse_op_kind(std::string_view name, OpKind* out);
+
+}  // namespace fusor

@@ -1,0 +1,300 @@
+#include "ir/ops/params.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "ir/op_schema.h"
+
+namespace fusor {
+
+namespace {
+
+// Reads an optional 2-element int list attribute (strides, dilations), default 1s.
+void pair_attr(const Node& n, const char* name, int64_t* a, int64_t* b) {
+  const auto& v = attr_ints(n, name);
+  *a = *b = 1;
+  if (v.empty()) return;
+  if (v.size() != 2) node_fail(n, ErrorCode::InvalidGraph, name, " has ", v.size(), " values; a 2-D op needs 2");
+  *a = v[0];
+  *b = v[1];
+  if (*a < 1 || *b < 1) node_fail(n, ErrorCode::InvalidGraph, name, " must be >= 1, got ", Attribute(v).str());
+}
+
+// Resolves pads (explicit or auto_pad) for one 2-D window op. Returns the output size.
+void resolve_window(const Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                    int64_t dh, int64_t dw, bool ceil_mode, int64_t* pt, int64_t* pl, int64_t* pb,
+                    int64_t* pr, int64_t* oh, int64_t* ow) {
+  const std::string& ap = attr_string(n, "auto_pad");
+  const auto& pads = attr_ints(n, "pads");
+  int64_t ekh = (kh - 1) * dh + 1, ekw = (kw - 1) * dw + 1;
+  if (ap == "NOTSET") {
+    if (!pads.empty() && pads.size() != 4)
+      node_fail(n, ErrorCode::InvalidGraph, "pads has ", pads.size(), " values; a 2-D op needs 4");
+    *pt = pads.empty() ? 0 : pads[0];
+    *pl = pads.empty() ? 0 : pads[1];
+    *pb = pads.empty() ? 0 : pads[2];
+    *pr = pads.empty() ? 0 : pads[3];
+    if (*pt < 0 || *pl < 0 || *pb < 0 || *pr < 0)
+      node_fail(n, ErrorCode::InvalidGraph, "pads must be >= 0, got ", Attribute(pads).str());
+  } else if (ap == "VALID") {
+    *pt = *pl = *pb = *pr = 0;
+  } else {  // SAME_UPPER / SAME_LOWER: output = ceil(in / stride)
+    int64_t o_h = (h + sh - 1) / sh, o_w = (w + sw - 1) / sw;
+    int64_t th = std::max<int64_t>(0, (o_h - 1) * sh + ekh - h);
+    int64_t tw = std::max<int64_t>(0, (o_w - 1) * sw + ekw - w);
+    bool upper = ap == "SAME_UPPER";
+    *pt = upper ? th / 2 : th - th / 2;
+    *pb = th - *pt;
+    *pl = upper ? tw / 2 : tw - tw / 2;
+    *pr = tw - *pl;
+  }
+  int64_t span_h = h + *pt + *pb - ekh, span_w = w + *pl + *pr - ekw;
+  if (span_h < 0 || span_w < 0)
+    node_fail(n, ErrorCode::ShapeMismatch, "window ", kh, "x", kw, " (dilated ", ekh, "x", ekw,
+              ") is larger than the padded input ", h + *pt + *pb, "x", w + *pl + *pr);
+  if (ceil_mode) {
+    *oh = (span_h + sh - 1) / sh + 1;
+    *ow = (span_w + sw - 1) / sw + 1;
+    // ONNX/PyTorch rule: the last window must start inside the input or left padding.
+    if ((*oh - 1) * sh >= h + *pt) --*oh;
+    if ((*ow - 1) * sw >= w + *pl) --*ow;
+  } else {
+    *oh = span_h / sh + 1;
+    *ow = span_w / sw + 1;
+  }
+}
+
+int64_t scalar_int(const Tensor& t, int64_t i) { return t.dtype() == DType::I64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i]; }
+
+}  // namespace
+
+std::vector<int64_t> int_vector(const Node& n, const Tensor& t, const char* what) {
+  if (t.dtype() != DType::I64 && t.dtype() != DType::I32)
+    node_fail(n, ErrorCode::DTypeMismatch, what, " must be i64 or i32, got ", t.type_str());
+  if (t.rank() > 1) node_fail(n, ErrorCode::ShapeMismatch, what, " must be a 1-D vector, got ", t.type_str());
+  std::vector<int64_t> v(size_t(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = scalar_int(t, i);
+  return v;
+}
+
+void check_window_attributes(const Node& n) {
+  const std::string& a = attr_string(n, "auto_pad");
+  if (a != "NOTSET" && a != "SAME_UPPER" && a != "SAME_LOWER" && a != "VALID")
+    node_fail(n, ErrorCode::InvalidGraph, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got \"", a, "\"");
+  if (a != "NOTSET" && !attr_ints(n, "pads").empty())
+    node_fail(n, ErrorCode::InvalidGraph, "pads cannot be given with auto_pad=", a);
+  for (const char* name : {"strides", "dilations"})
+    for (int64_t v : attr_ints(n, name))
+      if (v < 1) node_fail(n, ErrorCode::InvalidGraph, name, " must be >= 1, got ", v);
+  for (int64_t v : attr_ints(n, "pads"))
+    if (v < 0) node_fail(n, ErrorCode::InvalidGraph, "pads must be >= 0, got ", v);
+}
+
+Conv2dParams conv2d_params(const Node& n, const Shape& x, const Shape& w) {
+  if (x.rank() != 4)
+    node_fail(n, ErrorCode::Unsupported, "input is rank ", x.rank(), " ", x.str(),
+              "; only 2-D convolution over NCHW (rank 4) is supported");
+  if (w.rank() != 4)
+    node_fail(n, ErrorCode::ShapeMismatch, "weight ", w.str(), " must be rank 4 [M, C/group, kH, kW]");
+  Conv2dParams p{};
+  p.n = x[0], p.c = x[1], p.h = x[2], p.w = x[3];
+  p.m = w[0], p.kh = w[2], p.kw = w[3];
+  p.group = attr_int(n, "group");
+  if (p.group < 1) node_fail(n, ErrorCode::InvalidGraph, "group must be >= 1, got ", p.group);
+  if (p.c % p.group != 0 || p.m % p.group != 0)
+    node_fail(n, ErrorCode::ShapeMismatch, "group ", p.group, " does not divide input channels ", p.c,
+              " and output channels ", p.m);
+  if (w[1] != p.c / p.group)
+    node_fail(n, ErrorCode::ShapeMismatch, "weight ", w.str(), " has ", w[1], " input channels per group but input ",
+              x.str(), " with group ", p.group, " needs ", p.c / p.group);
+  const auto& ks = attr_ints(n, "kernel_shape");
+  if (!ks.empty() && (ks.size() != 2 || ks[0] != p.kh || ks[1] != p.kw))
+    node_fail(n, ErrorCode::ShapeMismatch, "kernel_shape ", Attribute(ks).str(), " disagrees with weight ", w.str());
+  if (p.kh < 1 || p.kw < 1) node_fail(n, ErrorCode::ShapeMismatch, "weight ", w.str(), " has an empty kernel");
+  pair_attr(n, "strides", &p.stride_h, &p.stride_w);
+  pair_attr(n, "dilations", &p.dil_h, &p.dil_w);
+  resolve_window(n, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, false, &p.pad_t, &p.pad_l,
+                 &p.pad_b, &p.pad_r, &p.oh, &p.ow);
+  return p;
+}
+
+Pool2dParams pool2d_params(const Node& n, const Shape& x) {
+  if (x.rank() != 4)
+    node_fail(n, ErrorCode::Unsupported, "input is rank ", x.rank(), " ", x.str(),
+              "; only 2-D pooling over NCHW (rank 4) is supported");
+  Pool2dParams p{};
+  p.n = x[0], p.c = x[1], p.h = x[2], p.w = x[3];
+  const auto& ks = attr_ints(n, "kernel_shape");
+  if (ks.size() != 2) node_fail(n, ErrorCode::InvalidGraph, "kernel_shape must have 2 values, got ", Attribute(ks).str());
+  p.kh = ks[0], p.kw = ks[1];
+  if (p.kh < 1 || p.kw < 1) node_fail(n, ErrorCode::InvalidGraph, "kernel_shape must be >= 1, got ", Attribute(ks).str());
+  pair_attr(n, "strides", &p.stride_h, &p.stride_w);
+  pair_attr(n, "dilations", &p.dil_h, &p.dil_w);
+  p.count_include_pad = n.op == OpKind::AveragePool && attr_int(n, "count_include_pad") != 0;
+  resolve_window(n, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, attr_int(n, "ceil_mode") != 0,
+                 &p.pad_t, &p.pad_l, &p.pad_b, &p.pad_r, &p.oh, &p.ow);
+  if (p.pad_t >= p.kh * p.dil_h || p.pad_b >= p.kh * p.dil_h || p.pad_l >= p.kw * p.dil_w || p.pad_r >= p.kw * p.dil_w)
+    node_fail(n, ErrorCode::InvalidGraph, "pads must be smaller than the window; some window would see only padding");
+  return p;
+}
+
+std::vector<int> reduce_axes(const Node& n, const Shape& x, const Tensor* axes_input) {
+  std::vector<int64_t> raw = axes_input ? int_vector(n, *axes_input, "axes") : attr_ints(n, "axes");
+  if (axes_input && has_attr(n, "axes"))
+    node_fail(n, ErrorCode::InvalidGraph, "axes given both as attribute and as input");
+  std::vector<int> axes;
+  if (raw.empty()) {
+    if (attr_int(n, "noop_with_empty_axes")) return axes;
+    for (int i = 0; i < x.rank(); ++i) axes.push_back(i);
+    return axes;
+  }
+  for (int64_t a : raw) {
+    int ax;
+    if (!normalize_axis(a, x.rank(), &ax))
+      node_fail(n, ErrorCode::InvalidGraph, "axis ", a, " is out of range for input ", x.str());
+    if (std::find(axes.begin(), axes.end(), ax) != axes.end())
+      node_fail(n, ErrorCode::InvalidGraph, "axis ", a, " is repeated");
+    axes.push_back(ax);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+std::vector<int> transpose_perm(const Node& n, int rank) {
+  const auto& p = attr_ints(n, "perm");
+  std::vector<int> perm;
+  if (p.empty()) {
+    for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+    return perm;
+  }
+  if (int(p.size()) != rank)
+    node_fail(n, ErrorCode::ShapeMismatch, "perm ", Attribute(p).str(), " has ", p.size(), " entries for a rank ",
+              rank, " input");
+  std::vector<char> seen(size_t(rank), 0);
+  for (int64_t a : p) {
+    if (a < 0 || a >= rank || seen[size_t(a)])
+      node_fail(n, ErrorCode::InvalidGraph, "perm ", Attribute(p).str(), " is not a permutation of 0..", rank - 1);
+    seen[size_t(a)] = 1;
+    perm.push_back(int(a));
+  }
+  return perm;
+}
+
+SliceParams slice_params(const Node& n, const Shape& x, const Tensor& starts_t, const Tensor& ends_t,
+                         const Tensor* axes_t, const Tensor* steps_t) {
+  std::vector<int64_t> starts = int_vector(n, starts_t, "starts");
+  std::vector<int64_t> ends = int_vector(n, ends_t, "ends");
+  std::vector<int64_t> axes, steps;
+  if (axes_t) axes = int_vector(n, *axes_t, "axes");
+  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+  if (steps_t) steps = int_vector(n, *steps_t, "steps");
+  else steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    node_fail(n, ErrorCode::ShapeMismatch, "starts, ends, axes and steps must have equal lengths, got ", starts.size(),
+              ", ", ends.size(), ", ", axes.size(), ", ", steps.size());
+  SliceParams p;
+  int r = x.rank();
+  p.start.assign(size_t(r), 0);
+  p.step.assign(size_t(r), 1);
+  p.count = x.dims();
+  std::vector<char> seen(size_t(r), 0);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int ax;
+    if (!normalize_axis(axes[i], r, &ax))
+      node_fail(n, ErrorCode::InvalidGraph, "axis ", axes[i], " is out of range for input ", x.str());
+    if (seen[size_t(ax)]) node_fail(n, ErrorCode::InvalidGraph, "axis ", axes[i], " is repeated");
+    seen[size_t(ax)] = 1;
+    int64_t dim = x[ax], step = steps[i];
+    if (step == 0) node_fail(n, ErrorCode::InvalidGraph, "step for axis ", axes[i], " is 0");
+    int64_t s = starts[i], e = ends[i];
+    if (s < 0) s += dim;
+    if (e < 0 && e > std::numeric_limits<int64_t>::min() + dim) e += dim;
+    else if (e < 0) e = -1;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      p.count[size_t(ax)] = e > s ? (e - s + step - 1) / step : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      p.count[size_t(ax)] = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+    }
+    p.start[size_t(ax)] = s;
+    p.step[size_t(ax)] = step;
+  }
+  return p;
+}
+
+Shape reshape_target(const Node& n, const Shape& x, const Tensor& shape_t) {
+  std::vector<int64_t> want = int_vector(n, shape_t, "shape");
+  bool allowzero = attr_int(n, "allowzero") != 0;
+  int infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    int64_t d = want[i];
+    if (d == -1) {
+      if (infer_at >= 0) node_fail(n, ErrorCode::InvalidGraph, "shape ", Attribute(want).str(), " has more than one -1");
+      infer_at = int(i);
+      continue;
+    }
+    if (d == 0 && !allowzero) {
+      if (int(i) >= x.rank())
+        node_fail(n, ErrorCode::ShapeMismatch, "shape ", Attribute(want).str(), " copies dimension ", i,
+                  " but input ", x.str(), " has rank ", x.rank());
+      d = want[i] = x[int(i)];
+    }
+    if (d < 0) node_fail(n, ErrorCode::InvalidGraph, "shape ", Attribute(want).str(), " has negative dimension ", d);
+    known = d == 0 ? 0 : (known > kMaxElements / d ? kMaxElements + 1 : known * d);
+  }
+  int64_t total = x.numel();
+  if (infer_at >= 0) {
+    if (known == 0 || total % known != 0)
+      node_fail(n, ErrorCode::ShapeMismatch, "cannot reshape ", x.str(), " (", total, " elements) to ",
+                Attribute(want).str());
+    want[size_t(infer_at)] = total / known;
+  } else if (known != total) {
+    node_fail(n, ErrorCode::ShapeMismatch, "cannot reshape ", x.str(), " (", total, " elements) to ",
+              Attribute(want).str(), " (", known, " elements)");
+  }
+  return Shape(std::move(want));
+}
+
+std::vector<int> squeeze_axes(const Node& n, const Shape& x, const Tensor* axes_input) {
+  std::vector<int64_t> raw = axes_input ? int_vector(n, *axes_input, "axes") : attr_ints(n, "axes");
+  std::vector<int> axes;
+  if (raw.empty()) {
+    for (int i = 0; i < x.rank(); ++i)
+      if (x[i] == 1) axes.push_back(i);
+    return axes;
+  }
+  for (int64_t a : raw) {
+    int ax;
+    if (!normalize_axis(a, x.rank(), &ax))
+      node_fail(n, ErrorCode::InvalidGraph, "axis ", a, " is out of range for input ", x.str());
+    if (x[ax] != 1)
+      node_fail(n, ErrorCode::ShapeMismatch, "cannot squeeze axis ", a, " of ", x.str(), ": its size is ", x[ax]);
+    if (std::find(axes.begin(), axes.end(), ax) != axes.end())
+      node_fail(n, ErrorCode::InvalidGraph, "axis ", a, " is repeated");
+    axes.push_back(ax);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+std::vector<int> unsqueeze_axes(const Node& n, int out_rank, const Tensor* axes_input) {
+  std::vector<int64_t> raw = axes_input ? int_vector(n, *axes_input, "axes") : attr_ints(n, "axes");
+  if (raw.empty()) node_fail(n, ErrorCode::InvalidGraph, "axes is empty or missing");
+  std::vector<int> axes;
+  for (int64_t a : raw) {
+    int ax;
+    if (!normalize_axis(a, out_rank, &ax))
+      node_fail(n, ErrorCode::InvalidGraph, "axis ", a, " is out of range for an output of rank ", out_rank);
+    if (std::find(axes.begin(), axes.end(), ax) != axes.end())
+      node_fail(n, ErrorCode::InvalidGraph, "axis ", a, " is repeated");
+    axes.push_back(ax);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+}  // namespace fusor

@@ -1,0 +1,70 @@
+// Resolved parameters of the operators whose kernels need more than their attributes:
+// conv and pool geometry, reduction axes, permutations, slices, reshape targets. Shape
+// inference and every backend call these same functions, so the two can never disagree.
+// Each validates what it reads and throws the node's error. Layer: ir (std only).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/shape.h"
+#include "ir/tensor.h"
+
+namespace fusor {
+
+/// Geometry of a 2-D convolution over NCHW input and MCkk weights.
+struct Conv2dParams {
+  int64_t n, c, h, w;            ///< input
+  int64_t m, kh, kw;             ///< output channels, kernel
+  int64_t group;
+  int64_t stride_h, stride_w, dil_h, dil_w;
+  int64_t pad_t, pad_l, pad_b, pad_r;
+  int64_t oh, ow;                ///< output spatial size
+};
+/// Resolves Conv attributes against input shape x and weight shape w.
+Conv2dParams conv2d_params(const Node& n, const Shape& x, const Shape& w);
+
+/// Structural checks shared by Conv and the pools: auto_pad is a known mode and excludes
+/// pads; strides and dilations are >= 1; pads are >= 0.
+void check_window_attributes(const Node& n);
+
+/// Geometry of a 2-D pooling window over NCHW input.
+struct Pool2dParams {
+  int64_t n, c, h, w;
+  int64_t kh, kw, stride_h, stride_w, dil_h, dil_w;
+  int64_t pad_t, pad_l, pad_b, pad_r;
+  int64_t oh, ow;
+  bool count_include_pad;        ///< AveragePool only
+};
+/// Resolves MaxPool/AveragePool attributes against input shape x.
+Pool2dParams pool2d_params(const Node& n, const Shape& x);
+
+/// The sorted, distinct, non-negative axes a ReduceMean/ReduceSum node reduces over
+/// (from its `axes` attribute or its constant second input). Empty means "no reduction"
+/// only when noop_with_empty_axes is set; otherwise all axes are returned.
+std::vector<int> reduce_axes(const Node& n, const Shape& x, const Tensor* axes_input);
+
+/// The permutation of a Transpose node (reversed axes by default), validated.
+std::vector<int> transpose_perm(const Node& n, int rank);
+
+/// A Slice resolved per axis of the input (axes not sliced have start 0, step 1, full count).
+struct SliceParams {
+  std::vector<int64_t> start, step, count;
+};
+/// Resolves Slice's constant starts/ends/axes/steps inputs (ONNX clamping rules).
+SliceParams slice_params(const Node& n, const Shape& x, const Tensor& starts, const Tensor& ends,
+                         const Tensor* axes, const Tensor* steps);
+
+/// The output shape of Reshape(x, shape) with ONNX's 0 (copy) and -1 (infer) rules.
+Shape reshape_target(const Node& n, const Shape& x, const Tensor& shape);
+
+/// The axes a Squeeze/Unsqueeze node names (attribute or constant input), normalized
+/// against `rank` (the input rank for Squeeze, the output rank for Unsqueeze), sorted.
+std::vector<int> squeeze_axes(const Node& n, const Shape& x, const Tensor* axes_input);
+std::vector<int> unsqueeze_axes(const Node& n, int out_rank, const Tensor* axes_input);
+
+/// Reads a constant integer vector (i32 or i64, rank 0 or 1).
+std::vector<int64_t> int_vector(const Node& n, const Tensor& t, const char* what);
+
+}  // namespace fusor

@@ -1,0 +1,64 @@
+// Engine: fusor's public entry point. Engine::run(graph, inputs) binds the inputs' shapes,
+// infers every value's type, and executes the graph. Layer: jit.
+//
+//   fusor::Engine engine;                                   // static backend, all cores
+//   fusor::TensorMap out = engine.run(graph, {{"x", x}});   // outputs by name
+//
+// An Engine may be shared by threads; runs on one Engine are serialized for now.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace fusor {
+
+/// Which code runs the graph. Only Static exists so far; the JIT backends come next.
+enum class BackendKind : uint8_t { Static };
+
+/// "static".
+std::string_view backend_name(BackendKind b);
+/// Parses "static"; InvalidArgument names the choices otherwise.
+BackendKind parse_backend(std::string_view name);
+
+/// Everything that configures an Engine, in one place.
+struct EngineOptions {
+  BackendKind backend = BackendKind::Static;
+  /// Threads for kernels (the caller's thread included); <= 0 means one per core.
+  int num_threads = 0;
+};
+
+/// Named tensors: the inputs and outputs of a run.
+using TensorMap = std::map<std::string, Tensor, std::less<>>;
+
+/// Runs graphs.
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Runs `graph` on `inputs` (one per graph input, by name) and returns every graph output
+  /// by name, in memory the engine allocated. Throws InvalidArgument for an unknown or
+  /// missing input, DTypeMismatch / ShapeMismatch for inputs that do not fit their
+  /// declaration, and the graph's own errors (InvalidGraph, ShapeMismatch, ...).
+  TensorMap run(const Graph& graph, const TensorMap& inputs);
+
+  /// Same, writing outputs into `outputs`: a tensor already there under an output's name
+  /// must have exactly the inferred dtype and shape and is written in place (caller
+  /// memory, e.g. from Tensor::borrow); outputs not there are allocated and added. Names
+  /// in `outputs` that are not graph outputs are refused (InvalidArgument).
+  void run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs);
+
+  const EngineOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fusor

@@ -1,0 +1,66 @@
+// Test helpers shared by every suite: seeded random tensors, tolerance comparison that
+// prints where and by how much two tensors differ, and running one op on the static backend.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/parallel.h"
+#include "ir/graph.h"
+#include "ir/random.h"
+#include "ir/tensor.h"
+
+namespace fusor::test {
+
+/// A normal(0, std) tensor (any dtype; integers are rounded toward zero).
+Tensor randn(Shape shape, uint64_t seed, double std = 1.0, DType dtype = DType::F32);
+/// A uniform[low, high) tensor.
+Tensor uniform(Shape shape, uint64_t seed, double low, double high, DType dtype = DType::F32);
+/// A tensor from values (converted to dtype).
+Tensor make(DType dtype, Shape shape, const std::vector<double>& values);
+/// A 1-D i64 tensor.
+Tensor ints(const std::vector<int64_t>& values);
+
+/// Elementwise |got - want| <= atol + rtol * |want|, NaNs equal to NaNs, infinities equal
+/// to themselves. On failure returns false and fills *why with the shapes, the number of
+/// mismatches and the worst few (index, got, want).
+bool allclose(const Tensor& got, const Tensor& want, double rtol, double atol, std::string* why);
+
+/// Max |got - want| over all elements (for reporting).
+double max_abs_diff(const Tensor& got, const Tensor& want);
+
+/// One input of a single-op test: a tensor fed as a graph input, or as a constant (shape
+/// tensors such as Reshape's shape must be constants).
+struct OpInput {
+  Tensor tensor;
+  bool constant = false;
+  bool absent = false;  ///< an omitted optional input
+  OpInput(Tensor t, bool is_constant = false) : tensor(std::move(t)), constant(is_constant) {}  // NOLINT
+  static OpInput none() {
+    OpInput i{Tensor()};
+    i.absent = true;
+    return i;
+  }
+  static OpInput constant_of(Tensor t) { return OpInput(std::move(t), true); }
+};
+
+/// Builds a graph of one node, verifies it, infers types and runs the static kernel.
+/// Throws what the verifier, shape inference or the kernel throw.
+std::vector<Tensor> run_static_op(OpKind op, const std::vector<OpInput>& inputs, const Attributes& attrs = {},
+                                  Parallel& parallel = serial_parallel());
+
+/// The sizes a sweep should cover around a vector width w: 1, w-1, w, w+1, 2w+3, and a
+/// larger odd size.
+std::vector<int64_t> sizes_around(int64_t w);
+
+}  // namespace fusor::test
+
+/// CHECK that two tensors are close; prints the comparison report on failure.
+#define FUSOR_CHECK_CLOSE(got, want, rtol, atol)                       \
+  do {                                                                 \
+    std::string fusor_why_;                                            \
+    bool fusor_ok_ = ::fusor::test::allclose(got, want, rtol, atol, &fusor_why_); \
+    INFO(fusor_why_);                                                  \
+    CHECK(fusor_ok_);                                                  \
+  } while (0)
