@@ -4,11 +4,6 @@
 
 namespace fusor {
 
-// Every family file defines one schema per op it owns; a missing one is a link error.
-#define FUSOR_OP(kind) extern const OpSchema k##kind##Schema;
-#include "ir/ops.def"
-#undef FUSOR_OP
-
 namespace {
 const std::array<const OpSchema*, kNumOpKinds> kSchemas = {
 #define FUSOR_OP(kind) &k##kind##Schema,

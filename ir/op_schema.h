@@ -54,6 +54,12 @@ struct OpSchema {
 /// The schema of an operator kind.
 const OpSchema& op_schema(OpKind op);
 
+// One schema object per op, defined in ir/ops/<family>.cpp (declared here so that their
+// definitions have external linkage and the table in op_schema.cpp can refer to them).
+#define FUSOR_OP(kind) extern const OpSchema k##kind##Schema;
+#include "ir/ops.def"
+#undef FUSOR_OP
+
 /// "node 'conv1' (Conv)": how every message about a node names it.
 std::string node_label(const Node& n);
 

@@ -1,0 +1,26 @@
+// The benchmark cases of ../shared/BENCH.md ("The cases fusor's benchmarks report"), each a
+// graph plus inputs plus the work it does, in one list that every benchmark binary iterates.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "jit/engine.h"
+
+namespace fusor::bench {
+
+/// One case: how to build its graph and inputs, and the work one run does.
+struct BenchCase {
+  std::string name;       ///< e.g. "matmul_bias_gelu_128x768x3072"
+  double flops;           ///< floating-point operations of one run (0 for memory-bound cases)
+  double bytes;           ///< bytes a perfect fused kernel must move (inputs + outputs)
+  std::function<void(Graph*, TensorMap*)> make;
+};
+
+/// Every case, in report order.
+const std::vector<BenchCase>& bench_cases();
+
+}  // namespace fusor::bench

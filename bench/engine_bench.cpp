@@ -1,0 +1,93 @@
+// Runs every case of bench/cases.h on every backend at 1 and 2 threads, named
+// <case>/<backend>/t<threads> with GFLOPS or GBps counters (../shared/BENCH.md), plus the
+// static backend's raw GEMM and elementwise throughput against this machine's ceilings.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+
+#include "bench/cases.h"
+#include "ir/builder.h"
+#include "jit/engine.h"
+
+namespace fusor::bench {
+namespace {
+
+// Runs one prepared graph; counters from the case's work.
+void run_case(benchmark::State& state, const BenchCase& c, BackendKind backend, int threads) {
+  Graph g;
+  TensorMap inputs;
+  c.make(&g, &inputs);
+  Engine engine(EngineOptions{.backend = backend, .num_threads = threads});
+  TensorMap outputs = engine.run(g, inputs);  // warm-up; outputs reused below
+  for (auto _ : state) {
+    engine.run(g, inputs, outputs);
+    benchmark::ClobberMemory();
+  }
+  if (c.flops > 0) state.counters["GFLOPS"] = benchmark::Counter(c.flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GBps"] = benchmark::Counter(c.bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Raw static-kernel throughput: one op per graph.
+void single_op(benchmark::State& state, const char* what, int threads) {
+  GraphBuilder b(what);
+  TensorMap inputs;
+  double flops = 0, bytes = 0;
+  if (std::string(what) == "sgemm") {
+    const int64_t m = 128, k = 768, n = 3072;
+    ValueId x = b.input("x", DType::F32, {m, k});
+    b.output(b.matmul(x, b.randn("w", {k, n}, 1, 0.02)));
+    inputs["x"] = make_random(DType::F32, {m, k}, RandomRecipe::normal(2, 1));
+    flops = 2.0 * m * k * n;
+    bytes = 4.0 * (m * k + k * n + m * n);
+  } else {  // add of two 16M-float vectors: 3 x 64 MiB moved
+    const int64_t n = 1 << 24;
+    b.output(b.add(b.input("x", DType::F32, {n}), b.input("y", DType::F32, {n})));
+    inputs["x"] = make_random(DType::F32, {n}, RandomRecipe::normal(2, 1));
+    inputs["y"] = make_random(DType::F32, {n}, RandomRecipe::normal(3, 1));
+    bytes = 4.0 * 3 * n;
+  }
+  Graph g = b.build();
+  Engine engine(EngineOptions{.backend = BackendKind::Static, .num_threads = threads});
+  TensorMap outputs = engine.run(g, inputs);
+  for (auto _ : state) {
+    engine.run(g, inputs, outputs);
+    benchmark::ClobberMemory();
+  }
+  if (flops > 0) state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+int register_all() {
+  for (int t : {1, 2}) {
+    benchmark::RegisterBenchmark(("static_sgemm_128x768x3072/static/t" + std::to_string(t)).c_str(), single_op,
+                                 "sgemm", t)
+        ->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark(("static_add_16M/static/t" + std::to_string(t)).c_str(), single_op, "add", t)
+        ->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
+  for (const BenchCase& c : bench_cases())
+    for (BackendKind backend : {BackendKind::Static})
+      for (int t : {1, 2})
+        benchmark::RegisterBenchmark((c.name + "/" + std::string(backend_name(backend)) + "/t" + std::to_string(t)).c_str(),
+                                     run_case, c, backend, t)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
+  return 0;
+}
+
+}  // namespace
+}  // namespace fusor::bench
+
+int main(int argc, char** argv) {
+  // This machine's ceilings (../shared/BENCH.md), printed in the context so that every
+  // figure can be read against them.
+  benchmark::AddCustomContext("ceiling_fma_gflops_t1", "115");
+  benchmark::AddCustomContext("ceiling_fma_gflops_t2", "228");
+  benchmark::AddCustomContext("ceiling_copy_GBps_t1", "22");
+  benchmark::AddCustomContext("ceiling_copy_GBps_t2", "31");
+  fusor::bench::register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

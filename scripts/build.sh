@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures and builds fusor into a build folder.
+#   scripts/build.sh [BUILD_DIR]       (default: build)
+# Environment: FUSOR_SANITIZE=1 for an ASan/UBSan build; FUSOR_WERROR=1 (CI) turns warnings
+# into errors; CMAKE_BUILD_TYPE (default Release); JOBS (default: number of cores).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+jobs=${JOBS:-$(nproc)}
+cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" \
+  -DFUSOR_WERROR="${FUSOR_WERROR:-OFF}" \
+  -DFUSOR_SANITIZE="${FUSOR_SANITIZE:-OFF}" >/dev/null
+cmake --build "$build" -j "$jobs"

@@ -1,0 +1,233 @@
+#include <doctest/doctest.h>
+
+#include <variant>
+
+#include "ir/op_schema.h"
+#include "ir/shape_inference.h"
+#include "ir/verifier.h"
+#include "tests/support/test_util.h"
+
+using namespace fusor;
+
+namespace {
+
+struct Absent {};
+using In = std::variant<TensorType, Tensor, Absent>;
+
+TensorType f32(std::vector<int64_t> d) { return TensorType{DType::F32, Shape(std::move(d))}; }
+TensorType of(DType t, std::vector<int64_t> d) { return TensorType{t, Shape(std::move(d))}; }
+
+// Infers the output type of one node.
+TensorType infer(OpKind op, std::vector<In> ins, Attributes attrs = {}) {
+  Graph g("t");
+  std::vector<ValueId> ids;
+  std::vector<TensorType> types;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    std::string name = "in" + std::to_string(i);
+    if (auto* t = std::get_if<TensorType>(&ins[i])) {
+      std::vector<Dim> dims(t->shape.dims().begin(), t->shape.dims().end());
+      ids.push_back(g.add_input(name, t->dtype, dims));
+      types.push_back(*t);
+    } else if (auto* c = std::get_if<Tensor>(&ins[i])) {
+      ids.push_back(g.add_constant(name, *c));
+    } else {
+      ids.push_back(kNoValue);
+    }
+  }
+  NodeId n = g.add_node(op, ids, {"out"}, std::move(attrs), "node");
+  g.add_output(g.node(n).outputs[0]);
+  verify(g);
+  return infer_types(g, types)[size_t(g.node(n).outputs[0])];
+}
+
+template <class F>
+ErrorCode error_of(F&& f, std::string* msg = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (msg) *msg = e.what();
+    return e.code();
+  }
+  FAIL("expected a fusor::Error");
+  return ErrorCode::Internal;
+}
+
+}  // namespace
+
+TEST_SUITE("ir/shape_inference") {
+  TEST_CASE("broadcasting binary ops") {
+    CHECK(infer(OpKind::Add, {f32({2, 1, 4}), f32({3, 1})}) == f32({2, 3, 4}));
+    CHECK(infer(OpKind::Mul, {f32({}), f32({5})}) == f32({5}));
+    CHECK(infer(OpKind::Max, {f32({3}), f32({2, 1}), f32({1})}) == f32({2, 3}));
+    CHECK(infer(OpKind::Sub, {of(DType::I64, {3}), of(DType::I64, {3})}) == of(DType::I64, {3}));
+    std::string msg;
+    CHECK(error_of([] { infer(OpKind::Add, {f32({2, 3}), f32({4, 3})}); }, &msg) == ErrorCode::ShapeMismatch);
+    CHECK(msg.find("node 'node' (Add)") != std::string::npos);
+    CHECK(msg.find("'in1' f32[4, 3]") != std::string::npos);
+    CHECK(error_of([] { infer(OpKind::Add, {f32({3}), of(DType::I32, {3})}); }) == ErrorCode::DTypeMismatch);
+    CHECK(error_of([] { infer(OpKind::Add, {of(DType::Bool, {3}), of(DType::Bool, {3})}); }) ==
+          ErrorCode::DTypeMismatch);
+    CHECK(error_of([] { infer(OpKind::Pow, {of(DType::I32, {3}), of(DType::I32, {3})}); }) ==
+          ErrorCode::DTypeMismatch);
+  }
+
+  TEST_CASE("unary ops keep the type and check float-ness") {
+    CHECK(infer(OpKind::Gelu, {f32({2, 7})}, {{"approximate", "tanh"}}) == f32({2, 7}));
+    CHECK(infer(OpKind::Relu, {of(DType::I32, {5})}) == of(DType::I32, {5}));
+    CHECK(error_of([] { infer(OpKind::Exp, {of(DType::I64, {5})}); }) == ErrorCode::DTypeMismatch);
+    CHECK(infer(OpKind::Cast, {f32({2})}, {{"to", "f16"}}) == of(DType::F16, {2}));
+  }
+
+  TEST_CASE("Where broadcasts three ways") {
+    CHECK(infer(OpKind::Where, {of(DType::Bool, {2, 1}), f32({3}), f32({1, 1})}) == f32({2, 3}));
+    CHECK(error_of([] { infer(OpKind::Where, {f32({2}), f32({2}), f32({2})}); }) == ErrorCode::DTypeMismatch);
+    CHECK(error_of([] { infer(OpKind::Where, {of(DType::Bool, {2}), f32({3}), f32({3})}); }) ==
+          ErrorCode::ShapeMismatch);
+  }
+
+  TEST_CASE("Conv geometry") {
+    CHECK(infer(OpKind::Conv, {f32({1, 64, 56, 56}), f32({64, 64, 3, 3})},
+                {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}) == f32({1, 64, 56, 56}));
+    CHECK(infer(OpKind::Conv, {f32({2, 3, 224, 224}), f32({64, 3, 7, 7}), f32({64})},
+                {{"pads", std::vector<int64_t>{3, 3, 3, 3}}, {"strides", std::vector<int64_t>{2, 2}}}) ==
+          f32({2, 64, 112, 112}));
+    CHECK(infer(OpKind::Conv, {f32({1, 8, 9, 9}), f32({8, 1, 3, 3})},
+                {{"group", 8}, {"dilations", std::vector<int64_t>{2, 2}}}) == f32({1, 8, 5, 5}));
+    CHECK(infer(OpKind::Conv, {f32({1, 4, 7, 7}), f32({4, 4, 3, 3})},
+                {{"auto_pad", "SAME_UPPER"}, {"strides", std::vector<int64_t>{2, 2}}}) == f32({1, 4, 4, 4}));
+    std::string msg;
+    CHECK(error_of([] { infer(OpKind::Conv, {f32({1, 3, 8, 8}), f32({4, 2, 3, 3})}); }, &msg) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(msg.find("input channels") != std::string::npos);
+    CHECK(error_of([] { infer(OpKind::Conv, {f32({1, 4, 8, 8}), f32({4, 2, 3, 3})}, {{"group", 3}}); }) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(error_of([] { infer(OpKind::Conv, {f32({1, 3, 2, 2}), f32({4, 3, 3, 3})}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([] { infer(OpKind::Conv, {f32({1, 3, 8}), f32({4, 3, 3})}); }) == ErrorCode::Unsupported);
+    CHECK(error_of([] { infer(OpKind::Conv, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3}), f32({3})}); }) ==
+          ErrorCode::ShapeMismatch);
+  }
+
+  TEST_CASE("MatMul numpy semantics") {
+    CHECK(infer(OpKind::MatMul, {f32({128, 768}), f32({768, 3072})}) == f32({128, 3072}));
+    CHECK(infer(OpKind::MatMul, {f32({2, 1, 5, 7}), f32({3, 7, 4})}) == f32({2, 3, 5, 4}));
+    CHECK(infer(OpKind::MatMul, {f32({7}), f32({7, 4})}) == f32({4}));
+    CHECK(infer(OpKind::MatMul, {f32({3, 7}), f32({7})}) == f32({3}));
+    CHECK(infer(OpKind::MatMul, {f32({7}), f32({7})}) == f32({}));
+    std::string msg;
+    CHECK(error_of([] { infer(OpKind::MatMul, {f32({1, 128, 768}), f32({700, 3072})}); }, &msg) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(msg.find("inner dimensions differ") != std::string::npos);
+    CHECK(msg.find("768 vs 700") != std::string::npos);
+    CHECK(error_of([] { infer(OpKind::MatMul, {f32({2, 5, 7}), f32({3, 7, 4})}); }) == ErrorCode::ShapeMismatch);
+  }
+
+  TEST_CASE("Gemm transposes and C broadcast") {
+    CHECK(infer(OpKind::Gemm, {f32({4, 3}), f32({5, 4}), f32({5})}, {{"transA", 1}, {"transB", 1}}) ==
+          f32({3, 5}));
+    CHECK(error_of([] { infer(OpKind::Gemm, {f32({4, 3}), f32({4, 5})}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([] { infer(OpKind::Gemm, {f32({4, 3}), f32({3, 5}), f32({3})}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([] { infer(OpKind::Gemm, {f32({4, 3}), f32({3, 5})}, {{"transA", 2}}); }) ==
+          ErrorCode::InvalidGraph);
+  }
+
+  TEST_CASE("normalizations") {
+    CHECK(infer(OpKind::BatchNormalization, {f32({1, 3, 4, 4}), f32({3}), f32({3}), f32({3}), f32({3})}) ==
+          f32({1, 3, 4, 4}));
+    CHECK(error_of([] {
+            infer(OpKind::BatchNormalization, {f32({1, 3, 4, 4}), f32({4}), f32({3}), f32({3}), f32({3})});
+          }) == ErrorCode::ShapeMismatch);
+    CHECK(infer(OpKind::LayerNormalization, {f32({2, 5, 768}), f32({768}), f32({768})}) == f32({2, 5, 768}));
+    CHECK(infer(OpKind::LayerNormalization, {f32({2, 5, 6}), f32({5, 6}), Absent{}}, {{"axis", 1}}) ==
+          f32({2, 5, 6}));
+    CHECK(error_of([] { infer(OpKind::LayerNormalization, {f32({2, 5, 768}), f32({767})}); }) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(error_of([] { infer(OpKind::Softmax, {f32({2, 5})}, {{"axis", 2}}); }) == ErrorCode::InvalidGraph);
+  }
+
+  TEST_CASE("reductions") {
+    CHECK(infer(OpKind::ReduceMean, {f32({2, 3, 4})}, {{"axes", std::vector<int64_t>{-1}}}) == f32({2, 3, 1}));
+    CHECK(infer(OpKind::ReduceSum, {f32({2, 3, 4})}, {{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", 0}}) ==
+          f32({3}));
+    CHECK(infer(OpKind::ReduceSum, {f32({2, 3, 4}), test::ints({1})}, {{"keepdims", 0}}) == f32({2, 4}));
+    CHECK(infer(OpKind::ReduceSum, {f32({2, 3})}, {{"keepdims", 0}}) == f32({}));
+    CHECK(error_of([] { infer(OpKind::ReduceSum, {f32({2, 3})}, {{"axes", std::vector<int64_t>{2}}}); }) ==
+          ErrorCode::InvalidGraph);
+    CHECK(error_of([] { infer(OpKind::ReduceSum, {f32({2, 3})}, {{"axes", std::vector<int64_t>{1, -1}}}); }) ==
+          ErrorCode::InvalidGraph);
+    CHECK(error_of([] { infer(OpKind::ReduceSum, {f32({2, 3}), f32({1})}); }) == ErrorCode::Unsupported);
+  }
+
+  TEST_CASE("pools") {
+    CHECK(infer(OpKind::MaxPool, {f32({1, 64, 112, 112})},
+                {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                 {"strides", std::vector<int64_t>{2, 2}},
+                 {"pads", std::vector<int64_t>{1, 1, 1, 1}}}) == f32({1, 64, 56, 56}));
+    CHECK(infer(OpKind::AveragePool, {f32({1, 1, 5, 5})},
+                {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}},
+                 {"ceil_mode", 1}}) == f32({1, 1, 3, 3}));
+    CHECK(infer(OpKind::GlobalAveragePool, {f32({2, 8, 7, 7})}) == f32({2, 8, 1, 1}));
+    CHECK(error_of([] { infer(OpKind::MaxPool, {f32({1, 1, 5, 5})}); }) == ErrorCode::InvalidGraph);
+    CHECK(error_of([] { infer(OpKind::MaxPool, {f32({1, 1, 2, 2})}, {{"kernel_shape", std::vector<int64_t>{3, 3}}}); }) ==
+          ErrorCode::ShapeMismatch);
+  }
+
+  TEST_CASE("layout ops") {
+    CHECK(infer(OpKind::Transpose, {f32({2, 3, 4})}, {{"perm", std::vector<int64_t>{1, 2, 0}}}) == f32({3, 4, 2}));
+    CHECK(infer(OpKind::Transpose, {f32({2, 3, 4})}) == f32({4, 3, 2}));
+    CHECK(error_of([] { infer(OpKind::Transpose, {f32({2, 3})}, {{"perm", std::vector<int64_t>{0, 0}}}); }) ==
+          ErrorCode::InvalidGraph);
+    CHECK(infer(OpKind::Reshape, {f32({1, 128, 768}), test::ints({0, 0, 12, 64})}) == f32({1, 128, 12, 64}));
+    CHECK(infer(OpKind::Reshape, {f32({2, 3, 4}), test::ints({-1, 4})}) == f32({6, 4}));
+    CHECK(error_of([] { infer(OpKind::Reshape, {f32({2, 3}), test::ints({4, -1})}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([] { infer(OpKind::Reshape, {f32({2, 3}), test::ints({-1, -1})}); }) == ErrorCode::InvalidGraph);
+    CHECK(error_of([] { infer(OpKind::Reshape, {f32({2, 3}), of(DType::I64, {2})}); }) == ErrorCode::Unsupported);
+    CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", 2}}) == f32({6, 20}));
+    CHECK(infer(OpKind::Flatten, {f32({2, 3})}, {{"axis", 0}}) == f32({1, 6}));
+    CHECK(infer(OpKind::Squeeze, {f32({1, 3, 1, 2})}) == f32({3, 2}));
+    CHECK(infer(OpKind::Squeeze, {f32({1, 3, 1, 2})}, {{"axes", std::vector<int64_t>{-2}}}) == f32({1, 3, 2}));
+    CHECK(error_of([] { infer(OpKind::Squeeze, {f32({1, 3})}, {{"axes", std::vector<int64_t>{1}}}); }) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(infer(OpKind::Unsqueeze, {f32({3, 2})}, {{"axes", std::vector<int64_t>{0, -1}}}) == f32({1, 3, 2, 1}));
+    CHECK(infer(OpKind::Unsqueeze, {f32({3}), test::ints({1})}) == f32({3, 1}));
+    CHECK(infer(OpKind::Concat, {f32({2, 3}), f32({2, 5})}, {{"axis", -1}}) == f32({2, 8}));
+    CHECK(error_of([] { infer(OpKind::Concat, {f32({2, 3}), f32({3, 5})}, {{"axis", 1}}); }) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(infer(OpKind::Slice, {f32({10, 8}), test::ints({1, -3}), test::ints({1000, -1})}) == f32({9, 2}));
+    CHECK(infer(OpKind::Slice, {f32({10, 8}), test::ints({-1}), test::ints({-1000}), test::ints({0}),
+                                test::ints({-2})}) == f32({5, 8}));
+    CHECK(error_of([] {
+            infer(OpKind::Slice, {f32({10}), test::ints({0}), test::ints({5}), test::ints({0}), test::ints({0})});
+          }) == ErrorCode::InvalidGraph);
+    CHECK(infer(OpKind::Gather, {f32({30522, 768}), of(DType::I64, {1, 128})}) == f32({1, 128, 768}));
+    CHECK(infer(OpKind::Gather, {f32({4, 5, 6}), of(DType::I32, {2})}, {{"axis", -1}}) == f32({4, 5, 2}));
+    CHECK(error_of([] { infer(OpKind::Gather, {f32({4}), f32({2})}); }) == ErrorCode::DTypeMismatch);
+  }
+
+  TEST_CASE("outputs that overflow are refused") {
+    CHECK(error_of([] { infer(OpKind::Add, {f32({int64_t(1) << 30, 1}), f32({1, int64_t(1) << 30})}); }) ==
+          ErrorCode::OutOfMemory);
+  }
+}
+
+TEST_SUITE("ir/shape_inference") {
+  TEST_CASE("binding named dims") {
+    Graph g("b");
+    ValueId x = g.add_input("x", DType::F32, {"B", "T", 768});
+    ValueId m = g.add_input("mask", DType::F32, {"B", 1, 1, "T"});
+    DimBindings dims;
+    bind_input(g, x, f32({2, 7, 768}), &dims);
+    CHECK(dims.at("B") == 2);
+    CHECK(dims.at("T") == 7);
+    CHECK_NOTHROW(bind_input(g, m, f32({2, 1, 1, 7}), &dims));
+    std::string msg;
+    CHECK(error_of([&] { bind_input(g, m, f32({2, 1, 1, 8}), &dims); }, &msg) == ErrorCode::ShapeMismatch);
+    CHECK(msg.find("'T' is already bound to 7") != std::string::npos);
+    CHECK(error_of([&] { bind_input(g, x, f32({2, 7, 769}), &dims); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([&] { bind_input(g, x, f32({2, 7}), &dims); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([&] { bind_input(g, x, of(DType::F16, {2, 7, 768}), &dims); }) == ErrorCode::DTypeMismatch);
+    auto types = input_types_from_dims(g, {{"B", 1}, {"T", 3}});
+    CHECK(types[0] == f32({1, 3, 768}));
+    CHECK(error_of([&] { input_types_from_dims(g, {{"B", 1}}); }, &msg) == ErrorCode::InvalidArgument);
+    CHECK(msg.find("'T'") != std::string::npos);
+  }
+}

@@ -1,0 +1,108 @@
+#include "tools/fusor/cli.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace fusor::cli {
+
+Args Args::parse(int argc, char** argv, int first, const std::vector<std::string>& valued,
+                 const std::vector<std::string>& switches) {
+  Args a;
+  auto known = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      a.positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg, value;
+    bool inline_value = false;
+    if (auto eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inline_value = true;
+    }
+    if (known(switches, name)) {
+      if (inline_value) throw UsageError{name + " takes no value"};
+      a.flags.emplace(name, "");
+    } else if (known(valued, name)) {
+      if (!inline_value) {
+        if (i + 1 >= argc) throw UsageError{name + " needs a value"};
+        value = argv[++i];
+      }
+      a.flags.emplace(name, value);
+    } else {
+      throw UsageError{"unknown option " + name};
+    }
+  }
+  return a;
+}
+
+std::optional<std::string> Args::get(const std::string& flag) const {
+  auto range = flags.equal_range(flag);
+  if (range.first == range.second) return std::nullopt;
+  auto last = range.second;
+  --last;
+  return last->second;
+}
+
+std::vector<std::string> Args::all(const std::string& flag) const {
+  std::vector<std::string> v;
+  auto range = flags.equal_range(flag);
+  for (auto it = range.first; it != range.second; ++it) v.push_back(it->second);
+  return v;
+}
+
+int64_t Args::get_int(const std::string& flag, int64_t fallback, int64_t lo, int64_t hi) const {
+  auto v = get(flag);
+  if (!v) return fallback;
+  int64_t out = 0;
+  auto r = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (r.ec != std::errc() || r.ptr != v->data() + v->size())
+    throw UsageError{flag + " wants an integer, got '" + *v + "'"};
+  if (out < lo || out > hi)
+    throw UsageError{flag + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + *v};
+  return out;
+}
+
+std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UsageError{flag + " wants NAME=VALUE, got '" + text + "'"};
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += char(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.10g", v);
+  return buf;
+}
+
+}  // namespace fusor::cli

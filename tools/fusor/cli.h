@@ -1,0 +1,51 @@
+// Shared pieces of the `fusor` command-line tool: exit codes, argument parsing, JSON
+// output. Layer: tools (public API only).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fusor::cli {
+
+/// Exit codes of every subcommand.
+enum Exit : int {
+  kOk = 0,
+  kInternal = 1,   ///< a bug or an unexpected failure inside fusor
+  kUsage = 2,      ///< bad command line
+  kBadInput = 3,   ///< the graph, the shapes, the files or the inputs are wrong
+  kUnavailable = 4 ///< the request is valid but this build or machine cannot serve it
+};
+
+/// Thrown for command-line mistakes; main prints it with the subcommand's usage.
+struct UsageError {
+  std::string message;
+};
+
+/// A parsed command line: positional arguments and --flags (repeatable ones keep every
+/// value). Flags listed in `switches` take no value.
+struct Args {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> flags;
+
+  /// Parses argv[first..]; unknown flags (not in `valued` or `switches`) are a UsageError.
+  static Args parse(int argc, char** argv, int first, const std::vector<std::string>& valued,
+                    const std::vector<std::string>& switches);
+  bool has(const std::string& flag) const { return flags.count(flag) != 0; }
+  std::optional<std::string> get(const std::string& flag) const;
+  std::vector<std::string> all(const std::string& flag) const;
+  /// An integer flag in [lo, hi], or `fallback` when absent; UsageError otherwise.
+  int64_t get_int(const std::string& flag, int64_t fallback, int64_t lo, int64_t hi) const;
+};
+
+/// Parses "NAME=VALUE"; UsageError naming `flag` when malformed.
+std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag);
+
+/// Escapes a string for JSON (quotes included).
+std::string json_string(const std::string& s);
+/// A double as JSON (null for NaN/Inf).
+std::string json_number(double v);
+
+}  // namespace fusor::cli

@@ -1,0 +1,11 @@
+// The subcommands of the `fusor` tool. Each is registered once, in kCommands (main.cpp).
+#pragma once
+
+namespace fusor::cli {
+
+/// `fusor run GRAPH ...`: run a graph on random or given inputs; prints outputs and timings.
+int cmd_run(int argc, char** argv);
+/// The usage text of `fusor run`.
+extern const char* const kRunUsage;
+
+}  // namespace fusor::cli
