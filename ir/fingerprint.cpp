@@ -50,16 +50,23 @@ uint64_t fingerprint(const Graph& g) {
   h.u64(g.nodes().size());
   for (const Node& n : g.nodes()) {
     h.u64(uint64_t(n.op)).u64(n.inputs.size());
-    for (ValueId v : n.inputs) h.i64(v == kNoValue ? -1 : order[size_t(v)]);
+    // Malformed references (a cycle, a dangling id) hash as markers no valid graph has;
+    // the verifier reports them when the graph is used.
+    for (ValueId v : n.inputs)
+      h.i64(v == kNoValue ? -1 : (v >= 0 && size_t(v) < order.size() ? (order[size_t(v)] >= 0 ? order[size_t(v)] : -2) : -3));
     h.u64(n.attrs.size());
     for (const auto& [name, a] : n.attrs) {
       h.str(name);
       hash_attr(h, a);
     }
-    for (ValueId o : n.outputs) define(o);
+    for (ValueId o : n.outputs)
+      if (o >= 0 && size_t(o) < order.size()) define(o);
   }
   h.u64(g.outputs().size());
-  for (ValueId o : g.outputs()) h.str(g.value(o).name).i64(order[size_t(o)]);
+  for (ValueId o : g.outputs()) {
+    bool ok = o >= 0 && size_t(o) < order.size();
+    h.str(ok ? g.value(o).name : "").i64(ok ? order[size_t(o)] : -3);
+  }
   return h.digest();
 }
 

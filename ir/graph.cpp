@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include "ir/fingerprint.h"
 #include "ir/op_schema.h"
 
 namespace fusor {
@@ -17,6 +18,7 @@ void check_name(const std::string& name, const char* what) {
 }  // namespace
 
 ValueId Graph::add_value(Value v) {
+  fingerprint_.value = 0;
   check_name(v.name, "value");
   FUSOR_CHECK(!by_name_.count(v.name), InvalidGraph, "value name '", v.name, "' is defined twice");
   ValueId id = ValueId(values_.size());
@@ -55,6 +57,7 @@ ValueId Graph::add_constant(const std::string& name, Tensor data, std::string re
 
 NodeId Graph::add_node(OpKind op, std::vector<ValueId> inputs, std::vector<std::string> output_names,
                        Attributes attrs, std::string node_name) {
+  fingerprint_.value = 0;
   const OpSchema& schema = op_schema(op);
   for (size_t i = 0; i < inputs.size(); ++i) {
     FUSOR_CHECK(inputs[i] == kNoValue || (inputs[i] >= 0 && size_t(inputs[i]) < values_.size()),
@@ -93,6 +96,7 @@ NodeId Graph::add_node(OpKind op, std::vector<ValueId> inputs, std::vector<std::
 }
 
 void Graph::add_output(ValueId v) {
+  fingerprint_.value = 0;
   FUSOR_CHECK(v >= 0 && size_t(v) < values_.size(), InvalidGraph, "output refers to value id ", v,
               " which does not exist");
   for (ValueId o : outputs_)
@@ -111,6 +115,7 @@ const Node& Graph::node(NodeId n) const {
 }
 
 Node& Graph::mutable_node(NodeId n) {
+  fingerprint_.value = 0;
   FUSOR_ASSERT(n >= 0 && size_t(n) < nodes_.size(), "node id ", n);
   return nodes_[size_t(n)];
 }
@@ -123,6 +128,15 @@ const Tensor* Graph::constant_data(ValueId v) const {
 ValueId Graph::find_value(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
   return it == by_name_.end() ? kNoValue : it->second;
+}
+
+uint64_t Graph::fingerprint() const {
+  uint64_t f = fingerprint_.value.load(std::memory_order_relaxed);
+  if (f == 0) {
+    f = fusor::fingerprint(*this) | 1;  // never 0, which means "not computed"
+    fingerprint_.value.store(f, std::memory_order_relaxed);
+  }
+  return f;
 }
 
 std::string Graph::unique_name(const std::string& prefix) const {

@@ -4,6 +4,7 @@
 // the verifier checks it). Layer: ir (std only).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -103,6 +104,11 @@ class Graph {
   /// A name not used by any value or node, starting with prefix.
   std::string unique_name(const std::string& prefix) const;
 
+  /// The structural fingerprint (ir/fingerprint.h), computed once and remembered until the
+  /// graph changes. mutable_node() forgets it: do not ask for it while holding that
+  /// reference and mutating.
+  uint64_t fingerprint() const;
+
  private:
   ValueId add_value(Value v);
 
@@ -114,6 +120,18 @@ class Graph {
   std::vector<Constant> constants_;
   std::unordered_map<std::string, ValueId> by_name_;
   std::unordered_map<std::string, NodeId> node_names_;
+
+  // The remembered fingerprint (0: not computed). Copies start without it.
+  struct Memo {
+    std::atomic<uint64_t> value{0};
+    Memo() = default;
+    Memo(const Memo&) {}
+    Memo& operator=(const Memo&) {
+      value = 0;
+      return *this;
+    }
+  };
+  mutable Memo fingerprint_;
 };
 
 }  // namespace fusor

@@ -57,6 +57,20 @@ std::vector<TensorType> input_types_from_dims(const Graph& g, const DimBindings&
   return out;
 }
 
+void infer_node_types(const Graph& g, const Node& n, std::vector<TensorType>& types,
+                      const std::function<const Tensor*(ValueId)>& constant) {
+  std::vector<const TensorType*> ins;
+  std::vector<const Tensor*> consts;
+  for (ValueId v : n.inputs) {
+    ins.push_back(v == kNoValue ? nullptr : &types[size_t(v)]);
+    consts.push_back(v == kNoValue ? nullptr : constant(v));
+  }
+  std::vector<TensorType> outs(n.outputs.size());
+  InferContext ctx(g, n, std::move(ins), std::move(consts), &outs);
+  op_schema(n.op).infer(ctx);
+  for (size_t k = 0; k < outs.size(); ++k) types[size_t(n.outputs[k])] = std::move(outs[k]);
+}
+
 std::vector<TensorType> infer_types(const Graph& g, const std::vector<TensorType>& input_types) {
   FUSOR_ASSERT(input_types.size() == g.inputs().size(), "infer_types: ", input_types.size(),
                " input types for ", g.inputs().size(), " inputs");
@@ -65,18 +79,8 @@ std::vector<TensorType> infer_types(const Graph& g, const std::vector<TensorType
   for (size_t v = 0; v < g.values().size(); ++v) {
     if (const Tensor* c = g.constant_data(ValueId(v))) types[v] = TensorType{c->dtype(), c->shape()};
   }
-  for (const Node& n : g.nodes()) {
-    std::vector<const TensorType*> ins;
-    std::vector<const Tensor*> consts;
-    for (ValueId v : n.inputs) {
-      ins.push_back(v == kNoValue ? nullptr : &types[size_t(v)]);
-      consts.push_back(v == kNoValue ? nullptr : g.constant_data(v));
-    }
-    std::vector<TensorType> outs(n.outputs.size());
-    InferContext ctx(g, n, std::move(ins), std::move(consts), &outs);
-    op_schema(n.op).infer(ctx);
-    for (size_t k = 0; k < outs.size(); ++k) types[size_t(n.outputs[k])] = std::move(outs[k]);
-  }
+  auto constant = [&g](ValueId v) { return g.constant_data(v); };
+  for (const Node& n : g.nodes()) infer_node_types(g, n, types, constant);
   return types;
 }
 

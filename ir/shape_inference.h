@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,11 @@ void bind_input(const Graph& g, ValueId input, const TensorType& actual, DimBind
 /// The concrete types of the graph inputs (in g.inputs() order) under `dims`; throws
 /// InvalidArgument naming any unbound symbol.
 std::vector<TensorType> input_types_from_dims(const Graph& g, const DimBindings& dims);
+
+/// Infers the output types of one node into `types` (indexed by ValueId), given its input
+/// types there and `constant(v)`: the data of value v when known (nullptr otherwise).
+void infer_node_types(const Graph& g, const Node& n, std::vector<TensorType>& types,
+                      const std::function<const Tensor*(ValueId)>& constant);
 
 /// The type of every value (indexed by ValueId) given the input types in g.inputs() order.
 /// The graph must have passed verify(). Throws the node's inference errors.

@@ -9,9 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -55,7 +54,10 @@ struct Token {
 /// How an error message shows a token.
 std::string describe(const Token& t) {
   if (t.kind == Token::Kind::End) return "end of line";
-  return "'" + std::string(t.text) + "'";
+  std::string s(1, '\'');  // not "'" + string: GCC 12 warns falsely (-Wrestrict) on that
+  s.append(t.text);
+  s += '\'';
+  return s;
 }
 
 /// The line being parsed, for "SOURCE:LINE:COL: " prefixes.
@@ -70,7 +72,8 @@ template <class... Parts>
 }
 
 /// Splits one line into tokens on demand. Names are lexed only when asked for (Note [Names
-/// in the text format]); everything else through next()/peek().
+/// in the text format]); everything else through next()/peek(). Where a name may come next,
+/// the parser looks ahead with peek_char(), since peek() would lex the name as a token.
 class Lexer {
  public:
   Lexer(std::string_view line, Location loc) : line_(line), loc_(loc) {}
@@ -105,6 +108,12 @@ class Lexer {
     Token t = next();
     pos_ = save;
     return t;
+  }
+
+  /// The next character that is not a space ('\0' at the end of the line).
+  char peek_char() {
+    skip_space();
+    return pos_ < line_.size() ? line_[pos_] : '\0';
   }
 
   /// Reads a name; an empty Word when no name character comes next.
@@ -209,7 +218,10 @@ T float_value(const Location& loc, const Token& t, std::string_view what) {
   bool neg = s[0] == '-';
   std::string_view mag = neg ? s.substr(1) : s;
   if (mag == "inf") return neg ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-  if (mag == "nan") return std::copysign(std::numeric_limits<T>::quiet_NaN(), neg ? T(-1) : T(1));
+  // Doubles (attributes, recipes) print through format_double, which drops a NaN's sign, so
+  // a double NaN is always +nan; tensor data prints "-nan" and keeps it.
+  if (mag == "nan")
+    return std::copysign(std::numeric_limits<T>::quiet_NaN(), neg && !std::is_same_v<T, double> ? T(-1) : T(1));
   T v = 0;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
   if (r.ptr != s.data() + s.size() || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
@@ -335,8 +347,8 @@ class Parser {
       error(lx, t.col, "expected a statement (graph, input, const, output or `outs = Op(...)`), found ",
             describe(t));
     }
-    Token after = lx.peek();
-    bool keyword = !after.is('=') && !after.is(',');
+    char after = lx.peek_char();
+    bool keyword = after != '=' && after != ',';
     bool is_graph = keyword && first.text == "graph";
     if (!is_graph) seen_statement_ = true;
     if (is_graph) {
@@ -367,21 +379,23 @@ class Parser {
   std::vector<Dim> dims(Lexer& lx, bool allow_symbols) {
     expect(lx, '[', "to start the dimensions");
     std::vector<Dim> out;
-    if (lx.peek().is(']')) {
+    if (lx.peek_char() == ']') {
       lx.next();
       return out;
     }
     for (;;) {
-      Token t = lx.peek();
-      if (t.kind == Kind::Number) {
-        lx.next();
+      char c = lx.peek_char();
+      if (is_digit(c) || c == '-' || c == '+') {
+        Token t = lx.next();
         int64_t d = int_value(lx.loc(), t, "a dimension");
         if (d < 0) error(lx, t.col, "dimension ", d, " is negative");
         out.emplace_back(d);
-      } else if (t.kind == Kind::Word) {
+      } else if (is_name_char(c)) {
+        Token t = lx.name();
         if (!allow_symbols) error(lx, t.col, "a constant's dimensions must be integers, found ", describe(t));
-        out.emplace_back(std::string(lx.name().text));
+        out.emplace_back(std::string(t.text));
       } else {
+        Token t = lx.peek();
         error(lx, t.col, "expected a dimension (an integer or a name), found ", describe(t));
       }
       Token sep = lx.next();
@@ -432,6 +446,7 @@ class Parser {
       g_.add_constant(name, inline_data(lx, dt, shape));
     } else if (init.is_word("randn") || init.is_word("uniform") || init.is_word("fill")) {
       RandomRecipe r = recipe(lx, init);
+      check_recipe_fits(lx, init.col, r, dt);
       g_.add_constant(name, make_random(dt, shape, r), r.str());
     } else if (init.is_word("npy")) {
       expect(lx, '(', "after npy");
@@ -499,6 +514,25 @@ class Parser {
     if (!normal) return RandomRecipe::uniform(sv, a, float_value<double>(lx.loc(), args[2], keys[2]));
     double mean = args[2].col ? float_value<double>(lx.loc(), args[2], "mean") : 0.0;
     return RandomRecipe::normal(sv, a, mean);
+  }
+
+  // make_random converts doubles to integers, which must not overflow (that would be UB):
+  // an integer constant's recipe has to stay inside the dtype. A normal sample is at most
+  // 8.7 std from the mean (Box-Muller on 53-bit uniforms), so 9 std bounds it.
+  void check_recipe_fits(Lexer& lx, int col, const RandomRecipe& r, DType dt) {
+    if (!is_integer(dt)) return;
+    double hi = dt == DType::I32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
+    double lo = -hi;
+    double a = r.a, b = r.a;
+    if (r.kind == RandomRecipe::Kind::Normal) {
+      a = r.a - 9 * std::fabs(r.b);
+      b = r.a + 9 * std::fabs(r.b);
+    } else if (r.kind == RandomRecipe::Kind::Uniform) {
+      a = std::min(r.a, r.b);
+      b = std::max(r.a, r.b);
+    }
+    if (!(a >= lo && b < hi))  // also false for NaN
+      error(lx, col, r.str(), " gives values outside the range of ", dtype_name(dt));
   }
 
   // `[v, v, ...]`, row-major. Values are collected first so a wrong count is reported before
@@ -584,7 +618,7 @@ class Parser {
 
     expect(lx, '(', detail::cat("after ", op_tok.text));
     std::vector<ValueId> inputs;
-    if (lx.peek().is(')')) {
+    if (lx.peek_char() == ')') {
       lx.next();
     } else {
       for (;;) {
@@ -611,14 +645,18 @@ class Parser {
     std::string effective = node_name.empty() ? outs[0] : node_name;
     if (!node_names_.emplace(effective).second)
       error(lx, node_name.empty() ? out_tokens[0].col : as_tok.col, "node name '", effective, "' is used twice");
+    try {
+      g_.add_node(op, std::move(inputs), std::move(outs), std::move(attrs), std::move(node_name));
+    } catch (const Error& e) {  // the checks above should leave nothing for the graph to refuse
+      error(lx, op_tok.col, e.message());
+    }
     node_pos_.emplace_back(lx.loc().line, op_tok.col);
-    g_.add_node(op, std::move(inputs), std::move(outs), std::move(attrs), std::move(node_name));
   }
 
   Attributes attributes(Lexer& lx, const OpSchema& schema) {
     expect(lx, '{', "to start the attributes");
     Attributes attrs;
-    if (lx.peek().is('}')) {
+    if (lx.peek_char() == '}') {
       lx.next();
       return attrs;
     }
@@ -733,13 +771,17 @@ Graph parse_graph(std::string_view text, const std::string& base_dir, const std:
 }
 
 Graph load_graph(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::Io, "cannot open graph file '", path, "': ", std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail(ErrorCode::Io, "cannot read graph file '", path, "': ", std::strerror(errno));
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) fail(ErrorCode::Io, "cannot open graph file '", path, "': ", std::strerror(errno));
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  int err = std::ferror(f) ? errno : 0;  // e.g. EISDIR: a folder opens but does not read
+  std::fclose(f);
+  if (err) fail(ErrorCode::Io, "cannot read graph file '", path, "': ", std::strerror(err));
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  return parse_graph(text.str(), dir.empty() ? "." : dir.string(), path);
+  return parse_graph(text, dir.empty() ? "." : dir.string(), path);
 }
 
 std::string print_graph(const Graph& g) {

@@ -1,10 +1,13 @@
 #include "jit/engine.h"
 
 #include <cstring>
-#include <mutex>
 
+#include "cache/keyed_cache.h"
+#include "cache/plan_key.h"
 #include "codegen/static/static_backend.h"
-#include "ir/shape_inference.h"
+#include "ir/hash.h"
+#include "ir/passes/explain.h"
+#include "ir/passes/pipeline.h"
 #include "ir/verifier.h"
 #include "jit/thread_pool.h"
 
@@ -22,25 +25,29 @@ BackendKind parse_backend(std::string_view name) {
   fail(ErrorCode::InvalidArgument, "unknown backend '", name, "' (this build has: static)");
 }
 
-struct Engine::Impl {
-  explicit Impl(EngineOptions o) : options(o), pool(o.num_threads) {}
-  EngineOptions options;
-  ThreadPool pool;
-  std::mutex run_mu;  // one run at a time until plans are immutable and shareable
-};
-
-Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(options)) {}
-Engine::~Engine() = default;
-
-const EngineOptions& Engine::options() const { return impl_->options; }
-
-TensorMap Engine::run(const Graph& graph, const TensorMap& inputs) {
-  TensorMap outputs;
-  run(graph, inputs, outputs);
-  return outputs;
+uint64_t EngineOptions::hash() const {
+  Hasher h;
+  h.str("EngineOptions-v1").u64(uint64_t(backend)).u64(fuse).u64(fuse ? fusion.hash() : 0);
+  return h.digest();
 }
 
 namespace {
+
+// One (graph, input signature)'s schedule: the fused graph, the node order, and when each
+// value may be freed.
+struct Plan {
+  FusedGraph fused;
+  std::vector<NodeId> order;          // every node, group by group
+  std::vector<int> uses;              // per value: reads by nodes in `order`
+  std::vector<char> is_output;        // per value
+};
+
+FusionOptions effective_fusion(const EngineOptions& o) {
+  if (o.fuse) return o.fusion;
+  FusionOptions none;
+  none.fold_batchnorm = none.recognize_patterns = none.merge_parallel_matmuls = none.group = false;
+  return none;
+}
 
 std::string list_inputs(const Graph& g) {
   std::string s;
@@ -48,8 +55,8 @@ std::string list_inputs(const Graph& g) {
   return s.empty() ? "none" : s;
 }
 
-// Binds the caller's tensors to the graph inputs (checking names, dtypes and shapes) and
-// returns the input types in g.inputs() order.
+// Checks the caller's tensors against the graph inputs (names, dtypes, shapes) and returns
+// them with their types, in g.inputs() order.
 std::vector<TensorType> bind_inputs(const Graph& g, const TensorMap& inputs, std::vector<const Tensor*>* feeds) {
   for (const auto& [name, t] : inputs) {
     ValueId v = g.find_value(name);
@@ -76,9 +83,63 @@ std::vector<TensorType> bind_inputs(const Graph& g, const TensorMap& inputs, std
 
 }  // namespace
 
+struct Engine::Impl {
+  explicit Impl(EngineOptions o) : options(o), pool(o.num_threads) {}
+
+  // Runs one node on the static backend (also the trace-time constant evaluator).
+  std::vector<Tensor> evaluate(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<TensorType>& types) {
+    std::vector<Tensor> outs;
+    for (const TensorType& t : types) outs.push_back(Tensor::empty(t.dtype, t.shape));
+    StaticKernelArgs args{n, ins, {}, pool};
+    for (Tensor& t : outs) args.outputs.push_back(&t);
+    run_static_kernel(args);
+    return outs;
+  }
+
+  FusedGraph fuse(const Graph& g, const std::vector<TensorType>& input_types) {
+    verify(g);
+    return fuse_graph(g, input_types, effective_fusion(options),
+                      [this](const Node& n, const std::vector<const Tensor*>& ins, const std::vector<TensorType>& t) {
+                        return evaluate(n, ins, t);
+                      });
+  }
+
+  std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types) {
+    auto plan = std::make_shared<Plan>();
+    plan->fused = fuse(g, input_types);
+    const Graph& fg = plan->fused.graph;
+    for (const FusionGroup& grp : plan->fused.groups) plan->order.insert(plan->order.end(), grp.nodes.begin(), grp.nodes.end());
+    plan->uses.assign(fg.values().size(), 0);
+    for (NodeId n : plan->order)
+      for (ValueId v : fg.node(n).inputs)
+        if (v != kNoValue) ++plan->uses[size_t(v)];
+    plan->is_output.assign(fg.values().size(), 0);
+    for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
+    return plan;
+  }
+
+  EngineOptions options;
+  ThreadPool pool;
+  KeyedCache<PlanKey, Plan, PlanKeyHash> plans;
+};
+
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(options)) {}
+Engine::~Engine() = default;
+
+const EngineOptions& Engine::options() const { return impl_->options; }
+
+EngineStats Engine::stats() const {
+  CacheStats s = impl_->plans.stats();
+  return EngineStats{s.hits, s.misses, s.entries};
+}
+
+TensorMap Engine::run(const Graph& graph, const TensorMap& inputs) {
+  TensorMap outputs;
+  run(graph, inputs, outputs);
+  return outputs;
+}
+
 void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs) {
-  std::lock_guard<std::mutex> lk(impl_->run_mu);
-  verify(graph);
   for (const auto& [name, t] : outputs) {
     bool found = false;
     for (ValueId o : graph.outputs()) found |= graph.value(o).name == name;
@@ -86,34 +147,36 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
                 "' has no output of that name");
   }
   std::vector<const Tensor*> feeds;
-  std::vector<TensorType> input_types = bind_inputs(graph, inputs, &feeds);
-  std::vector<TensorType> types = infer_types(graph, input_types);
+  PlanKey key;
+  key.inputs = bind_inputs(graph, inputs, &feeds);
+  key.graph_fingerprint = graph.fingerprint();
+  key.options_hash = impl_->options.hash();
+  std::shared_ptr<const Plan> plan =
+      impl_->plans.get_or_build(key, [&] { return impl_->build_plan(graph, key.inputs); });
+  const Graph& g = plan->fused.graph;
+  const std::vector<TensorType>& types = plan->fused.types;
 
   // Every value's tensor; intermediates are released after their last use.
-  std::vector<Tensor> values(graph.values().size());
-  std::vector<int> uses(graph.values().size(), 0);
-  for (const Node& n : graph.nodes())
-    for (ValueId v : n.inputs)
-      if (v != kNoValue) ++uses[size_t(v)];
-  std::vector<char> is_output(graph.values().size(), 0);
-  for (ValueId o : graph.outputs()) is_output[size_t(o)] = 1;
-  for (size_t i = 0; i < graph.inputs().size(); ++i) values[size_t(graph.inputs()[i])] = *feeds[i];
-  for (size_t v = 0; v < graph.values().size(); ++v)
-    if (const Tensor* c = graph.constant_data(ValueId(v))) values[v] = *c;
+  std::vector<Tensor> values(g.values().size());
+  std::vector<int> uses = plan->uses;
+  for (size_t i = 0; i < g.inputs().size(); ++i) values[size_t(g.inputs()[i])] = *feeds[i];
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (const Tensor* c = g.constant_data(ValueId(v))) values[v] = *c;
 
   // Caller-supplied outputs are written in place.
-  for (ValueId o : graph.outputs()) {
-    auto it = outputs.find(graph.value(o).name);
+  for (ValueId o : g.outputs()) {
+    auto it = outputs.find(g.value(o).name);
     if (it == outputs.end()) continue;
     const TensorType& want = types[size_t(o)];
     const Tensor& t = it->second;
     FUSOR_CHECK(t.defined() && t.dtype() == want.dtype && t.shape() == want.shape, ShapeMismatch, "output '",
                 it->first, "' was supplied as ", t.defined() ? t.type_str() : "an undefined tensor", " but is ",
                 want.str());
-    if (graph.value(o).kind == ValueKind::NodeOutput) values[size_t(o)] = t;
+    if (g.value(o).kind == ValueKind::NodeOutput) values[size_t(o)] = t;
   }
 
-  for (const Node& n : graph.nodes()) {
+  for (NodeId id : plan->order) {
+    const Node& n = g.node(id);
     StaticKernelArgs args{n, {}, {}, impl_->pool};
     for (ValueId v : n.inputs) args.inputs.push_back(v == kNoValue ? nullptr : &values[size_t(v)]);
     for (ValueId o : n.outputs) {
@@ -124,23 +187,28 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
     run_static_kernel(args);
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
-      if (--uses[size_t(v)] == 0 && !is_output[size_t(v)] && graph.value(v).kind == ValueKind::NodeOutput)
+      if (--uses[size_t(v)] == 0 && !plan->is_output[size_t(v)] && g.value(v).kind == ValueKind::NodeOutput)
         values[size_t(v)] = Tensor();
     }
   }
 
-  for (ValueId o : graph.outputs()) {
-    const std::string& name = graph.value(o).name;
+  for (ValueId o : g.outputs()) {
+    const std::string& name = g.value(o).name;
     auto it = outputs.find(name);
+    bool produced = g.value(o).kind == ValueKind::NodeOutput;
     if (it == outputs.end()) {
-      // Graph inputs and constants returned as outputs are copied, so the caller never
+      // Graph inputs and constants returned as outputs are copies, so the caller never
       // aliases its own input or the graph's weights through an output.
-      ValueKind k = graph.value(o).kind;
-      outputs.emplace(name, k == ValueKind::NodeOutput ? values[size_t(o)] : values[size_t(o)].clone());
-    } else if (graph.value(o).kind != ValueKind::NodeOutput && it->second.nbytes()) {
+      outputs.emplace(name, produced ? values[size_t(o)] : values[size_t(o)].clone());
+    } else if (!produced && it->second.nbytes()) {
       std::memcpy(it->second.raw(), values[size_t(o)].raw(), it->second.nbytes());
     }
   }
+}
+
+std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool json) {
+  FusedGraph fused = impl_->fuse(graph, input_types_from_dims(graph, dims));
+  return json ? explain_json(fused, dims) : explain_text(fused, dims);
 }
 
 }  // namespace fusor

@@ -4,7 +4,8 @@
 //   fusor::Engine engine;                                   // static backend, all cores
 //   fusor::TensorMap out = engine.run(graph, {{"x", x}});   // outputs by name
 //
-// An Engine may be shared by threads; runs on one Engine are serialized for now.
+// Each new (graph, input shapes) builds a plan once (trace, fuse, allocate the schedule);
+// later runs with the same shapes reuse it. An Engine may be shared by threads.
 #pragma once
 
 #include <map>
@@ -12,6 +13,8 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ir/passes/fusion_options.h"
+#include "ir/shape_inference.h"
 #include "ir/tensor.h"
 
 namespace fusor {
@@ -29,6 +32,20 @@ struct EngineOptions {
   BackendKind backend = BackendKind::Static;
   /// Threads for kernels (the caller's thread included); <= 0 means one per core.
   int num_threads = 0;
+  /// Trace, rewrite and group the graph per shape signature (ir/passes/pipeline.h). Off
+  /// runs every op of the traced graph as its own kernel: the unfused baseline.
+  bool fuse = true;
+  /// The fusion passes' options (used when fuse is on).
+  FusionOptions fusion;
+  /// Hash of every field that changes the plans built.
+  uint64_t hash() const;
+};
+
+/// Counters of an engine's plan cache.
+struct EngineStats {
+  uint64_t plan_hits = 0;
+  uint64_t plan_misses = 0;
+  uint64_t plans = 0;
 };
 
 /// Named tensors: the inputs and outputs of a run.
@@ -54,7 +71,13 @@ class Engine {
   /// in `outputs` that are not graph outputs are refused (InvalidArgument).
   void run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs);
 
+  /// The explain report of `graph` at the given dims (every named input dim bound): the
+  /// groups, the patterns, the fusions declined and why, kernel counts and bytes. Text, or
+  /// one JSON object when json is set.
+  std::string explain(const Graph& graph, const DimBindings& dims, bool json = false);
+
   const EngineOptions& options() const;
+  EngineStats stats() const;
 
  private:
   struct Impl;

@@ -69,24 +69,6 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
               alpha, a, ia, b, ib, beta, c, ic);
 }
 
-// ---- f16/bf16 through f32 -------------------------------------------------------------
-
-void convert_to_f32(const Tensor& src, float* dst, Parallel& par) {
-  const uint16_t* s = static_cast<const uint16_t*>(src.raw());
-  bool half = src.dtype() == DType::F16;
-  par.parallel_for(src.numel(), kElementGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dst[i] = half ? f16_to_f32(s[i]) : bf16_to_f32(s[i]);
-  });
-}
-
-void convert_from_f32(const float* src, Tensor& dst, Parallel& par) {
-  uint16_t* d = static_cast<uint16_t*>(dst.raw());
-  bool half = dst.dtype() == DType::F16;
-  par.parallel_for(dst.numel(), kElementGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) d[i] = half ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
-  });
-}
-
 using F32Kernel = void (*)(StaticKernelArgs&);
 
 // Runs an f32 kernel on f32 tensors directly and on f16/bf16 tensors through f32 copies
@@ -95,23 +77,7 @@ void run_floating(StaticKernelArgs& args, F32Kernel kernel) {
   DType t = args.in(0).dtype();
   if (t == DType::F32) return kernel(args);
   if (t != DType::F16 && t != DType::BF16) static_kernels::unsupported_dtype(args.node, t);
-  std::vector<Tensor> copies;
-  copies.reserve(args.inputs.size() + 1);
-  StaticKernelArgs f32{args.node, {}, {}, args.parallel};
-  for (const Tensor* in : args.inputs) {
-    if (!in) {
-      f32.inputs.push_back(nullptr);
-      continue;
-    }
-    copies.push_back(Tensor::empty(DType::F32, in->shape()));
-    convert_to_f32(*in, copies.back().data<float>(), args.parallel);
-    f32.inputs.push_back(&copies.back());
-  }
-  copies.push_back(Tensor::empty(DType::F32, args.out().shape()));
-  Tensor& out = copies.back();
-  f32.outputs.push_back(&out);
-  kernel(f32);
-  convert_from_f32(out.data<float>(), args.out(), args.parallel);
+  static_kernels::run_in_f32(args, kernel);
 }
 
 // ---- MatMul / Gemm --------------------------------------------------------------------

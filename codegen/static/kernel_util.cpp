@@ -17,6 +17,45 @@ void StridedLoop::row_offsets(int64_t row, int64_t* offsets) const {
   }
 }
 
+namespace {
+bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+// dst = src converted elementwise between f32 and f16/bf16 (one of the two is f32).
+void convert_floats(const Tensor& src, Tensor& dst, Parallel& par) {
+  const DType s = src.dtype(), d = dst.dtype();
+  par.parallel_for(src.numel(), kElementGrain, [&](int64_t b, int64_t e) {
+    if (s == DType::F32) {
+      const float* p = static_cast<const float*>(src.raw());
+      uint16_t* q = static_cast<uint16_t*>(dst.raw());
+      for (int64_t i = b; i < e; ++i) q[i] = d == DType::F16 ? f32_to_f16(p[i]) : f32_to_bf16(p[i]);
+    } else {
+      const uint16_t* p = static_cast<const uint16_t*>(src.raw());
+      float* q = static_cast<float*>(dst.raw());
+      for (int64_t i = b; i < e; ++i) q[i] = s == DType::F16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]);
+    }
+  });
+}
+}  // namespace
+
+void run_in_f32(StaticKernelArgs& args, void (*kernel)(StaticKernelArgs&)) {
+  std::vector<Tensor> inputs(args.inputs.size()), outputs(args.outputs.size());
+  StaticKernelArgs staged{args.node, args.inputs, args.outputs, args.parallel};
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    if (!args.inputs[i] || !is_half(args.inputs[i]->dtype())) continue;
+    inputs[i] = Tensor::empty(DType::F32, args.inputs[i]->shape());
+    convert_floats(*args.inputs[i], inputs[i], args.parallel);
+    staged.inputs[i] = &inputs[i];
+  }
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    if (!is_half(args.outputs[i]->dtype())) continue;
+    outputs[i] = Tensor::empty(DType::F32, args.outputs[i]->shape());
+    staged.outputs[i] = &outputs[i];
+  }
+  kernel(staged);
+  for (size_t i = 0; i < args.outputs.size(); ++i)
+    if (outputs[i].defined()) convert_floats(outputs[i], *args.outputs[i], args.parallel);
+}
+
 StridedLoop make_strided_loop(const Shape& out, const std::vector<Shape>& operands) {
   std::vector<std::vector<int64_t>> st;
   for (const Shape& s : operands) st.push_back(broadcast_strides(s, out));

@@ -27,6 +27,12 @@ void dispatch_numeric(const Node& n, DType t, F&& f) {
   }
 }
 
+/// Runs an f32 kernel on a node whose floating tensors are f16/bf16: converts those inputs
+/// to f32, runs `kernel` on f32 outputs, and rounds them back (nearest even). Inputs and
+/// outputs of other dtypes are passed through. For kernels where the simplicity is worth
+/// the extra copies (normalizations, reductions).
+void run_in_f32(StaticKernelArgs& args, void (*kernel)(StaticKernelArgs&));
+
 /// An N-d loop nest over an output shape with up to 4 operands, each with its own element
 /// strides (0 on broadcast dims). Adjacent dims that are contiguous for every operand are
 /// merged, so the innermost loop is as long as possible.

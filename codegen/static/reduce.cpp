@@ -1,9 +1,267 @@
-// PLACEHOLDER: being written; every kernel reports Unsupported until then.
+// Static kernels of the reductions: ReduceSum and ReduceMean over any set of axes.
+//
+// Note [Reduction plan]
+// The input's dims are canonicalised: size-1 dims dropped, adjacent dims that are both
+// reduced or both kept merged. What is left alternates kept (K) and reduced (R) groups.
+//  - innermost group R ("row" reductions: [K, R], full reductions, [K, R, K, R]): each
+//    output sums contiguous runs with sum_f32 (float partial sums, double across blocks);
+//  - innermost group K ("column" reductions: [R, K], [K, R, K]): each output row
+//    accumulates whole input rows, vectorized across the columns, in double.
+// Work is split over outputs; when there are fewer than kTargetUnits output units the
+// reduction itself is cut into segments whose partial sums are combined in a fixed order.
+// Segment sizes depend only on the shapes, never on the thread count, so results are
+// bit-identical for every Parallel. Integers accumulate in 64 bits with wrap-around
+// (i32 results wrap modulo 2^32); integer ReduceMean truncates the sum / count toward zero.
+// f16/bf16 run the f32 kernel on converted copies (run_in_f32).
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
 #include "codegen/static/kernel_util.h"
+#include "codegen/static/math.h"
+#include "ir/ops/params.h"
 
 namespace fusor {
 
-void run_ReduceMean(StaticKernelArgs& a) { node_fail(a.node, ErrorCode::Unsupported, "not yet implemented"); }
-void run_ReduceSum(StaticKernelArgs& a) { node_fail(a.node, ErrorCode::Unsupported, "not yet implemented"); }
+namespace {
+
+using namespace static_kernels;
+
+constexpr int64_t kTargetUnits = 64;   // aim for at least this many independent work units
+constexpr int64_t kColumnTile = 512;   // columns accumulated at once (4 KiB of doubles)
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A run of merged dims of one kind, contiguous in the input.
+struct Group {
+  int64_t size, stride;
+};
+
+// Row-major odometer over a list of groups, tracking the input element offset.
+class GroupCursor {
+ public:
+  GroupCursor(const std::vector<Group>& groups, int64_t flat) : groups_(groups), idx_(groups.size()) {
+    for (size_t i = groups.size(); i-- > 0;) {
+      idx_[i] = flat % groups[i].size;
+      flat /= groups[i].size;
+      offset_ += idx_[i] * groups[i].stride;
+    }
+  }
+  int64_t offset() const { return offset_; }
+  void next() {
+    for (size_t i = groups_.size(); i-- > 0;) {
+      offset_ += groups_[i].stride;
+      if (++idx_[i] < groups_[i].size) return;
+      offset_ -= groups_[i].stride * groups_[i].size;
+      idx_[i] = 0;
+    }
+  }
+
+ private:
+  const std::vector<Group>& groups_;
+  std::vector<int64_t> idx_;
+  int64_t offset_ = 0;
+};
+
+int64_t product(const std::vector<Group>& g) {
+  int64_t p = 1;
+  for (const Group& x : g) p *= x.size;
+  return p;
+}
+
+// Accumulation per element type: double for float, wrapping 64-bit for integers.
+template <class T>
+using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+
+template <class T>
+Acc<T> run_sum(const T* p, int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return sum_f32(p, n);
+  } else {
+    uint64_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += uint64_t(int64_t(p[i]));
+    return s;
+  }
+}
+
+template <class T>
+void column_add(Acc<T>* acc, const T* p, int64_t w) {
+  for (int64_t j = 0; j < w; ++j) {
+    if constexpr (std::is_floating_point_v<T>) acc[j] += double(p[j]);
+    else acc[j] += uint64_t(int64_t(p[j]));
+  }
+}
+
+template <class T>
+T finish(Acc<T> s, int64_t count, bool mean) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return T(mean ? s / double(count) : s);
+  } else {
+    const int64_t v = int64_t(s);  // modular (C++20)
+    return T(mean ? v / count : v);
+  }
+}
+
+// Number of segments to cut each unit's reduction of `work` elements into (Note [Reduction
+// plan]): 1 when there are enough units, else enough to reach kTargetUnits, each segment
+// keeping at least kElementGrain elements.
+int64_t segments_for(int64_t units, int64_t work) {
+  if (units >= kTargetUnits) return 1;
+  return std::max<int64_t>(1, std::min(ceil_div(kTargetUnits, units), work / kElementGrain));
+}
+
+template <class T>
+struct ReducePlan {
+  const T* x;
+  T* y;
+  int64_t count;  // elements per output
+  bool mean;
+  Parallel& parallel;
+};
+
+// Innermost group reduced: y[o] = sum over outer reduced combos of contiguous runs of rin.
+template <class T>
+void reduce_rows(const ReducePlan<T>& p, const std::vector<Group>& kept, const std::vector<Group>& outer_red,
+                 int64_t rin) {
+  const int64_t outs = product(kept), total = product(outer_red) * rin;
+  int64_t segs = segments_for(outs, total);
+  const int64_t seg = ceil_div(total, segs);
+  segs = ceil_div(total, seg);
+  std::vector<Acc<T>> partial(size_t(segs > 1 ? outs * segs : 0));
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / seg);
+  p.parallel.parallel_for(outs * segs, grain, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t o = u / segs, s = u % segs;
+      const int64_t base = GroupCursor(kept, o).offset();
+      int64_t f = s * seg;
+      const int64_t f1 = std::min(total, f + seg);
+      GroupCursor combo(outer_red, f / rin);
+      int64_t col = f % rin;
+      Acc<T> acc = 0;
+      while (f < f1) {
+        const int64_t n = std::min(rin - col, f1 - f);
+        acc += run_sum(p.x + base + combo.offset() + col, n);
+        f += n;
+        col = 0;
+        combo.next();
+      }
+      if (segs == 1) p.y[o] = finish<T>(acc, p.count, p.mean);
+      else partial[size_t(u)] = acc;
+    }
+  });
+  for (int64_t o = 0; segs > 1 && o < outs; ++o) {
+    Acc<T> acc = 0;
+    for (int64_t s = 0; s < segs; ++s) acc += partial[size_t(o * segs + s)];
+    p.y[o] = finish<T>(acc, p.count, p.mean);
+  }
+}
+
+// Innermost group kept (kin contiguous columns): y[oo, j] = sum over reduced combos of
+// x[oo, combo, j], tiles of columns accumulated in double.
+template <class T>
+void reduce_columns(const ReducePlan<T>& p, const std::vector<Group>& kept_outer, const std::vector<Group>& red,
+                    int64_t kin) {
+  const int64_t oo_count = product(kept_outer), combos = product(red);
+  const int64_t tiles = ceil_div(kin, kColumnTile), base_units = oo_count * tiles;
+  int64_t segs = segments_for(base_units, combos * std::min(kin, kColumnTile));
+  const int64_t seg = ceil_div(combos, segs);
+  segs = ceil_div(combos, seg);
+  std::vector<Acc<T>> partial(size_t(segs > 1 ? segs * oo_count * kin : 0));
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / (seg * std::min(kin, kColumnTile)));
+  p.parallel.parallel_for(base_units * segs, grain, [&](int64_t u0, int64_t u1) {
+    Acc<T> acc[kColumnTile];
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t s = u / base_units, bu = u % base_units, oo = bu / tiles;
+      const int64_t j0 = (bu % tiles) * kColumnTile, w = std::min(kColumnTile, kin - j0);
+      const int64_t base = GroupCursor(kept_outer, oo).offset() + j0;
+      std::fill(acc, acc + w, Acc<T>(0));
+      const int64_t c1 = std::min(combos, (s + 1) * seg);
+      GroupCursor combo(red, s * seg);
+      for (int64_t c = s * seg; c < c1; ++c, combo.next()) column_add<T>(acc, p.x + base + combo.offset(), w);
+      const int64_t out = oo * kin + j0;
+      if (segs == 1) {
+        for (int64_t j = 0; j < w; ++j) p.y[out + j] = finish<T>(acc[j], p.count, p.mean);
+      } else {
+        std::copy(acc, acc + w, partial.begin() + (s * oo_count * kin + out));
+      }
+    }
+  });
+  if (segs > 1) {
+    const int64_t outs = oo_count * kin;
+    p.parallel.parallel_for(outs, kElementGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        Acc<T> acc = 0;
+        for (int64_t s = 0; s < segs; ++s) acc += partial[size_t(s * outs + i)];
+        p.y[i] = finish<T>(acc, p.count, p.mean);
+      }
+    });
+  }
+}
+
+template <class T>
+void reduce_typed(StaticKernelArgs& a, bool mean) {
+  const Tensor& x = a.in(0);
+  Tensor& y = a.out();
+  if (y.numel() == 0) return;
+  T* py = static_cast<T*>(y.raw());
+  if (x.numel() == 0) {  // a sum over an empty axis (a mean over one is rejected by inference)
+    std::fill(py, py + y.numel(), T(0));
+    return;
+  }
+  const std::vector<int> axes = reduce_axes(a.node, x.shape(), a.has(1) ? &a.in(1) : nullptr);
+  // Canonical groups (Note [Reduction plan]); `reduced` marks each group's kind.
+  std::vector<int64_t> sizes;
+  std::vector<bool> reduced;
+  for (int i = 0; i < x.rank(); ++i) {
+    const int64_t d = x.shape()[i];
+    const bool r = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (d == 1) continue;
+    if (!sizes.empty() && reduced.back() == r) sizes.back() *= d;
+    else sizes.push_back(d), reduced.push_back(r);
+  }
+  const T* px = static_cast<const T*>(x.raw());
+  const bool any_reduced = std::find(reduced.begin(), reduced.end(), true) != reduced.end();
+  if (!any_reduced) {  // no axes (noop_with_empty_axes) or only size-1 axes: a copy
+    std::memcpy(py, px, x.nbytes());
+    return;
+  }
+  std::vector<Group> kept, red;
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    std::vector<Group>& dst = reduced[i] ? red : kept;
+    dst.insert(dst.begin(), Group{sizes[i], stride});
+    stride *= sizes[i];
+  }
+  const ReducePlan<T> plan{px, py, x.numel() / y.numel(), mean, a.parallel};
+  if (reduced.back()) {
+    const int64_t rin = red.back().size;
+    red.pop_back();
+    reduce_rows(plan, kept, red, rin);
+  } else {
+    const int64_t kin = kept.back().size;
+    kept.pop_back();
+    reduce_columns(plan, kept, red, kin);
+  }
+}
+
+void reduce_kernel(StaticKernelArgs& a, bool mean) {
+  switch (a.in(0).dtype()) {
+    case DType::F32: reduce_typed<float>(a, mean); return;
+    case DType::I32: reduce_typed<int32_t>(a, mean); return;
+    case DType::I64: reduce_typed<int64_t>(a, mean); return;
+    case DType::F16:
+    case DType::BF16:
+      run_in_f32(a, mean ? +[](StaticKernelArgs& s) { reduce_typed<float>(s, true); }
+                         : +[](StaticKernelArgs& s) { reduce_typed<float>(s, false); });
+      return;
+    default: unsupported_dtype(a.node, a.in(0).dtype());
+  }
+}
+
+}  // namespace
+
+void run_ReduceMean(StaticKernelArgs& a) { reduce_kernel(a, true); }
+void run_ReduceSum(StaticKernelArgs& a) { reduce_kernel(a, false); }
 
 }  // namespace fusor

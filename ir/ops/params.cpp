@@ -68,6 +68,15 @@ int64_t scalar_int(const Tensor& t, int64_t i) { return t.dtype() == DType::I64 
 
 }  // namespace
 
+std::vector<int64_t> shape_op_dims(const Node& n, const Shape& x) {
+  int r = x.rank();
+  int64_t start = attr_int(n, "start"), end = has_attr(n, "end") ? attr_int(n, "end") : r;
+  auto clamp = [r](int64_t v) { return std::min<int64_t>(std::max<int64_t>(v < 0 ? v + r : v, 0), r); };
+  std::vector<int64_t> dims;
+  for (int64_t i = clamp(start); i < clamp(end); ++i) dims.push_back(x[int(i)]);
+  return dims;
+}
+
 std::vector<int64_t> int_vector(const Node& n, const Tensor& t, const char* what) {
   if (t.dtype() != DType::I64 && t.dtype() != DType::I32)
     node_fail(n, ErrorCode::DTypeMismatch, what, " must be i64 or i32, got ", t.type_str());

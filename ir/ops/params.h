@@ -64,6 +64,10 @@ Shape reshape_target(const Node& n, const Shape& x, const Tensor& shape);
 std::vector<int> squeeze_axes(const Node& n, const Shape& x, const Tensor* axes_input);
 std::vector<int> unsqueeze_axes(const Node& n, int out_rank, const Tensor* axes_input);
 
+/// The dims a Shape node returns for an input of shape x (its start/end attributes,
+/// clamped as ONNX says).
+std::vector<int64_t> shape_op_dims(const Node& n, const Shape& x);
+
 /// Reads a constant integer vector (i32 or i64, rank 0 or 1).
 std::vector<int64_t> int_vector(const Node& n, const Tensor& t, const char* what);
 

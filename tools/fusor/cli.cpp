@@ -76,6 +76,20 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+std::map<std::string, int64_t, std::less<>> parse_dims(const Args& args) {
+  std::map<std::string, int64_t, std::less<>> dims;
+  for (const std::string& d : args.all("--dim")) {
+    auto [name, value] = split_assignment(d, "--dim");
+    int64_t v = 0;
+    auto r = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (r.ec != std::errc() || r.ptr != value.data() + value.size())
+      throw UsageError{"--dim " + name + " wants an integer size, got '" + value + "'"};
+    if (v < 0) throw UsageError{"--dim " + name + " must be >= 0"};
+    dims[name] = v;
+  }
+  return dims;
+}
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {

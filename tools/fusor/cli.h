@@ -43,6 +43,9 @@ struct Args {
 /// Parses "NAME=VALUE"; UsageError naming `flag` when malformed.
 std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag);
 
+/// The --dim NAME=SIZE bindings of a command line (UsageError when malformed).
+std::map<std::string, int64_t, std::less<>> parse_dims(const Args& args);
+
 /// Escapes a string for JSON (quotes included).
 std::string json_string(const std::string& s);
 /// A double as JSON (null for NaN/Inf).

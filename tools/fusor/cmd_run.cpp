@@ -29,6 +29,7 @@ const char* const kRunUsage =
     "  --seed N             seed of the random inputs (default 0): floats ~ N(0,1),\n"
     "                       integers uniform in [0, 2), bools uniform\n"
     "  --backend NAME       static (default)\n"
+    "  --no-fuse            run every op as its own kernel (the unfused baseline)\n"
     "  --threads N          kernel threads (default: one per core)\n"
     "  --repeat N           timed runs after one warm-up run (default 1)\n"
     "  --save DIR           write every output to DIR/NAME.npy\n"
@@ -66,31 +67,19 @@ double median(std::vector<double> v) {
 
 int cmd_run(int argc, char** argv) {
   Args args = Args::parse(argc, argv, 2, {"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save"},
-                          {"--json"});
+                          {"--json", "--no-fuse"});
   if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file"};
   EngineOptions options;
   options.backend = parse_backend(args.get("--backend").value_or("static"));
   options.num_threads = int(args.get_int("--threads", 0, 0, 1024));
+  options.fuse = !args.has("--no-fuse");
   int64_t repeat = args.get_int("--repeat", 1, 1, 1000000);
   uint64_t seed = uint64_t(args.get_int("--seed", 0, 0, INT64_MAX));
   bool json = args.has("--json");
 
   Graph graph = load_graph(args.positional[0]);
 
-  DimBindings dims;
-  for (const std::string& d : args.all("--dim")) {
-    auto [name, value] = split_assignment(d, "--dim");
-    int64_t v = 0;
-    try {
-      size_t used = 0;
-      v = std::stoll(value, &used);
-      if (used != value.size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      throw UsageError{"--dim " + name + " wants an integer size, got '" + value + "'"};
-    }
-    if (v < 0) throw UsageError{"--dim " + name + " must be >= 0"};
-    dims[name] = v;
-  }
+  DimBindings dims = parse_dims(args);
 
   // Inputs: from files where given (their shapes bind dims too), random otherwise.
   TensorMap inputs;

@@ -8,4 +8,8 @@ int cmd_run(int argc, char** argv);
 /// The usage text of `fusor run`.
 extern const char* const kRunUsage;
 
+/// `fusor explain GRAPH ...`: the fusion report of a graph at given dims.
+int cmd_explain(int argc, char** argv);
+extern const char* const kExplainUsage;
+
 }  // namespace fusor::cli

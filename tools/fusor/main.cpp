@@ -21,6 +21,8 @@ struct Command {
 const Command kCommands[] = {
     {"run", "run a graph on random or given inputs; print outputs and timings", fusor::cli::cmd_run,
      &fusor::cli::kRunUsage},
+    {"explain", "report how a graph fuses at given dims (groups, declined fusions, kernels)", fusor::cli::cmd_explain,
+     &fusor::cli::kExplainUsage},
 };
 
 void print_help() {

@@ -1,0 +1,38 @@
+// Static kernels of the shape computations (Shape, Range); normally folded at trace time.
+#include "codegen/static/kernel_util.h"
+#include "ir/op_schema.h"
+#include "ir/ops/params.h"
+
+#include <algorithm>
+
+namespace fusor {
+
+void run_Shape(StaticKernelArgs& a) {
+  std::vector<int64_t> dims = shape_op_dims(a.node, a.in(0).shape());
+  std::copy(dims.begin(), dims.end(), a.out().data<int64_t>());
+}
+
+void run_Range(StaticKernelArgs& a) {
+  Tensor& out = a.out();
+  double start = a.in(0).at(0), delta = a.in(2).at(0);
+  switch (out.dtype()) {
+    case DType::F32: {
+      float* p = out.data<float>();
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = float(start + double(i) * delta);
+      break;
+    }
+    case DType::I32: {
+      int32_t* p = out.data<int32_t>();
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = int32_t(int64_t(start) + i * int64_t(delta));
+      break;
+    }
+    case DType::I64: {
+      int64_t* p = out.data<int64_t>();
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = int64_t(start) + i * int64_t(delta);
+      break;
+    }
+    default: static_kernels::unsupported_dtype(a.node, out.dtype());
+  }
+}
+
+}  // namespace fusor

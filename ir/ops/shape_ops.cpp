@@ -1,0 +1,48 @@
+// Schemas of the shape computations: Shape (a tensor's dims as i64) and Range. Their
+// results depend only on shapes and constants, so tracing folds them away.
+#include <cmath>
+
+#include "ir/op_schema.h"
+#include "ir/ops/params.h"
+
+namespace fusor {
+
+namespace {
+
+void infer_shape(InferContext& ctx) {
+  ctx.set_output(0, DType::I64, Shape{int64_t(shape_op_dims(ctx.node(), ctx.input(0).shape).size())});
+}
+
+double scalar(const Tensor& t) { return t.at(0); }
+
+void infer_range(InferContext& ctx) {
+  for (int i = 0; i < 3; ++i) {
+    if (ctx.input(i).shape.rank() != 0)
+      ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(i), " must be a scalar");
+    if (i) ctx.expect_same_dtype(0, i);
+  }
+  DType t = ctx.input(0).dtype;
+  if (t != DType::F32 && t != DType::I32 && t != DType::I64)
+    ctx.fail(ErrorCode::DTypeMismatch, ctx.describe_input(0), " must be f32, i32 or i64");
+  double start = scalar(ctx.require_constant(0, "start"));
+  double limit = scalar(ctx.require_constant(1, "limit"));
+  double delta = scalar(ctx.require_constant(2, "delta"));
+  if (delta == 0 || !std::isfinite(delta) || !std::isfinite(start) || !std::isfinite(limit))
+    ctx.fail(ErrorCode::InvalidArgument, "delta must be finite and non-zero, start and limit finite");
+  double n = std::ceil((limit - start) / delta);
+  if (n > double(kMaxElements)) ctx.fail(ErrorCode::OutOfMemory, "range of ", n, " elements is too large");
+  ctx.set_output(0, t, Shape{int64_t(std::max(0.0, n))});
+}
+
+}  // namespace
+
+const OpSchema kShapeSchema{"Shape",
+                            1,
+                            1,
+                            1,
+                            {{"end", AttrType::Int, false, 0}, {"start", AttrType::Int, false, 0}},
+                            nullptr,
+                            infer_shape};
+const OpSchema kRangeSchema{"Range", 3, 3, 1, {}, nullptr, infer_range};
+
+}  // namespace fusor

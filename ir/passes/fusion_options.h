@@ -1,0 +1,58 @@
+// FusionOptions: every knob of the fusion passes, in one struct that travels explicitly
+// (passes read no global settings) and is part of the plan-cache key. FusionLog: what the
+// passes did and declined, for the explain report (passes never print).
+// Layer: ir/passes (std only).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusor {
+
+/// Options of the fusion pipeline.
+struct FusionOptions {
+  /// Fold BatchNormalization into a preceding Conv / MatMul / Gemm.
+  bool fold_batchnorm = true;
+  /// When folding, var + epsilon below this floor is raised to it (near-zero or negative
+  /// variances would otherwise give infinite or NaN weights). Each use is logged.
+  double bn_variance_floor = 1e-12;
+  /// Collapse decomposed GELU / LayerNorm / Softmax subgraphs into the single ops.
+  bool recognize_patterns = true;
+  /// Merge MatMuls that share an input and have constant weights into one wider MatMul
+  /// (the Q/K/V projections), its outputs split by views.
+  bool merge_parallel_matmuls = true;
+  /// Group ops into fused kernels; off gives one group per op (the unfused baseline).
+  bool group = true;
+  /// Hash of every field, for cache keys.
+  uint64_t hash() const;
+};
+
+/// One thing a pass did ("folded BatchNormalization 'bn1' into Conv 'conv1'").
+struct PassNote {
+  std::string pass;
+  std::string node;
+  std::string message;
+};
+
+/// One fusion a pass considered and declined, and why.
+struct DeclinedFusion {
+  std::string producer;  ///< node whose output would have been swallowed
+  std::string consumer;  ///< node that would have absorbed it
+  std::string reason;    ///< "multi-consumer", "shape mismatch", "unsupported op", ...
+  std::string detail;
+};
+
+/// What the passes did, in order.
+struct FusionLog {
+  std::vector<PassNote> applied;
+  std::vector<DeclinedFusion> declined;
+  void note(std::string pass, std::string node, std::string message) {
+    applied.push_back({std::move(pass), std::move(node), std::move(message)});
+  }
+  void decline(std::string producer, std::string consumer, std::string reason, std::string detail = "") {
+    declined.push_back({std::move(producer), std::move(consumer), std::move(reason), std::move(detail)});
+  }
+};
+
+}  // namespace fusor

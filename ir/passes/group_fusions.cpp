@@ -1,0 +1,389 @@
+#include "ir/passes/group_fusions.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "ir/op_schema.h"
+#include "ir/ops/params.h"
+#include "ir/passes/pattern.h"
+
+namespace fusor {
+
+// Note [Grouping rules]
+// ~~~~~~~~~~~~~~~~~~~~~
+// Groups are formed greedily, in this order (each step only takes nodes no earlier step
+// took), so that the rules of the fusion issue hold:
+//  1. Views (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice) are groups of their
+//     own: they cost no kernel, consumers read through strides.
+//  2. A row reduction (Softmax, LayerNormalization, ReduceMean/ReduceSum over trailing
+//     axes) takes its pointwise prologue: producers of its data input whose output has the
+//     reduction input's shape and is consumed only there (scale + mask + softmax, residual
+//     add + layernorm), recursively.
+//  3. A contraction (Conv, MatMul, Gemm) takes its pointwise epilogue: the chain of sole
+//     consumers whose output has the contraction's output shape (bias, folded-BN shift,
+//     residual add, activation). The epilogue runs on the accumulator tile before the store.
+//  4. A row reduction takes its pointwise epilogue the same way.
+//  5. The remaining pointwise ops form maximal pointwise groups: a node joins the group of a
+//     pointwise producer when that producer's output has the node's shape and the node is
+//     its only consumer.
+//  6. Everything else is an opaque single-op group.
+// A value with several consumers is never swallowed: it ends its group and is written to
+// memory (recomputing it in each consumer is not done yet — pointwise recompute is cheap,
+// but the win is small next to the risk of duplicating a contraction). Graph outputs are
+// always written. A node joins a group only if none of its other inputs depends on the
+// group (that would make the group both before and after that input: a cycle).
+
+namespace {
+
+bool is_view(OpKind op) {
+  switch (op) {
+    case OpKind::Reshape:
+    case OpKind::Flatten:
+    case OpKind::Squeeze:
+    case OpKind::Unsqueeze:
+    case OpKind::Transpose:
+    case OpKind::Slice: return true;
+    default: return false;
+  }
+}
+
+bool is_contraction(OpKind op) { return op == OpKind::Conv || op == OpKind::MatMul || op == OpKind::Gemm; }
+
+bool is_pointwise(OpKind op) {
+  switch (op) {
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Pow:
+    case OpKind::Max:
+    case OpKind::Min:
+    case OpKind::Relu:
+    case OpKind::Gelu:
+    case OpKind::Erf:
+    case OpKind::Tanh:
+    case OpKind::Sigmoid:
+    case OpKind::Exp:
+    case OpKind::Sqrt:
+    case OpKind::Neg:
+    case OpKind::Cast:
+    case OpKind::Where:
+    case OpKind::BatchNormalization: return true;
+    default: return false;
+  }
+}
+
+class Grouper {
+ public:
+  Grouper(const Graph& g, FusionLog* log) : g_(g), ctx_(g), log_(log), group_of_(g.nodes().size(), -1) {}
+
+  std::vector<FusionGroup> run(bool fuse);
+
+ private:
+  const Node& node(NodeId n) const { return g_.node(n); }
+  NodeId id(const Node* n) const { return NodeId(n - g_.nodes().data()); }
+  const Shape& shape(ValueId v) const { return ctx_.type(v).shape; }
+
+  bool is_row_reduction(const Node& n) const;
+  int new_group(GroupKind kind, NodeId anchor);
+  void take(int grp, NodeId n) {
+    group_of_[size_t(n)] = grp;
+    members_[size_t(grp)].push_back(n);
+  }
+  // True when value v depends on a node of group grp.
+  bool depends_on_group(ValueId v, int grp) const;
+  // True when value v, read by a node joining grp, depends on grp through a node outside
+  // it (a direct edge from grp is fine; a detour would make a cycle).
+  bool reaches_via_outside(ValueId v, int grp) const {
+    const Node* p = ctx_.producer(v);
+    return p && group_of_[size_t(id(p))] != grp && depends_on_group(v, grp);
+  }
+  // True when some node of group `to` reads a value that depends on group `from` through
+  // nodes outside both.
+  bool path_via_outside(int from, int to) const {
+    for (NodeId m : members_[size_t(to)])
+      for (ValueId x : node(m).inputs) {
+        const Node* p = ctx_.producer(x);
+        if (!p || group_of_[size_t(id(p))] == to || group_of_[size_t(id(p))] == from) continue;
+        if (depends_on_group(x, from)) return true;
+      }
+    return false;
+  }
+  // Can pointwise node u join group grp through its input `via` (a value grp produces)?
+  // Logs the reason when not.
+  bool can_join(const Node& u, ValueId via, int grp, const Shape& index_space, const Node& producer);
+  void take_prologue(int grp, const Node& consumer, ValueId input);
+  void take_epilogue(int grp, ValueId start);
+
+  const Graph& g_;
+  PatternContext ctx_;
+  FusionLog* log_;
+  std::vector<int> group_of_;
+  std::vector<GroupKind> kinds_;
+  std::vector<NodeId> anchors_;
+  std::vector<std::vector<NodeId>> members_;
+};
+
+bool Grouper::is_row_reduction(const Node& n) const {
+  if (n.op == OpKind::Softmax || n.op == OpKind::LayerNormalization) return true;
+  if (n.op != OpKind::ReduceMean && n.op != OpKind::ReduceSum) return false;
+  const Shape& x = shape(n.inputs[0]);
+  const Tensor* axes_in = n.inputs.size() > 1 && n.inputs[1] != kNoValue ? g_.constant_data(n.inputs[1]) : nullptr;
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue && !axes_in) return false;
+  std::vector<int> axes = reduce_axes(n, x, axes_in);
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != x.rank() - int(axes.size()) + int(i)) return false;
+  return !axes.empty();
+}
+
+int Grouper::new_group(GroupKind kind, NodeId anchor) {
+  kinds_.push_back(kind);
+  anchors_.push_back(anchor);
+  members_.emplace_back();
+  return int(kinds_.size()) - 1;
+}
+
+bool Grouper::depends_on_group(ValueId v, int grp) const {
+  std::vector<char> seen(g_.nodes().size(), 0);
+  std::function<bool(ValueId)> visit = [&](ValueId x) {
+    const Node* p = ctx_.producer(x);
+    if (!p) return false;
+    NodeId pid = id(p);
+    if (group_of_[size_t(pid)] == grp) return true;
+    if (seen[size_t(pid)]) return false;
+    seen[size_t(pid)] = 1;
+    for (ValueId in : p->inputs)
+      if (in != kNoValue && visit(in)) return true;
+    return false;
+  };
+  return visit(v);
+}
+
+bool Grouper::can_join(const Node& u, ValueId via, int grp, const Shape& index_space, const Node& producer) {
+  if (group_of_[size_t(id(&u))] >= 0) return false;  // already taken: not a decline
+  if (!is_pointwise(u.op)) {
+    log_->decline(producer.name, u.name, "unsupported op",
+                  std::string(op_name(u.op)) + " cannot join a " + std::string(group_kind_name(kinds_[size_t(grp)])) +
+                      " group");
+    return false;
+  }
+  if (shape(u.outputs[0]) != index_space) {
+    log_->decline(producer.name, u.name, "shape mismatch",
+                  "output " + shape(u.outputs[0]).str() + " is not the group's index space " + index_space.str());
+    return false;
+  }
+  for (ValueId in : u.inputs)
+    if (in != kNoValue && in != via && reaches_via_outside(in, grp)) {
+      log_->decline(producer.name, u.name, "cycle",
+                    "input '" + g_.value(in).name + "' depends on the group, so joining would create a cycle");
+      return false;
+    }
+  return true;
+}
+
+void Grouper::take_prologue(int grp, const Node& consumer, ValueId input) {
+  const Node* p = ctx_.producer(input);
+  if (!p || group_of_[size_t(id(p))] >= 0 || !is_pointwise(p->op)) return;
+  if (ctx_.sole_consumer(input) != &consumer) {
+    log_->decline(p->name, consumer.name, "multi-consumer",
+                  "'" + g_.value(input).name + "' has " + std::to_string(ctx_.consumers(input).size()) +
+                      " consumers" + (ctx_.is_output(input) ? " and is a graph output" : "") + ": it is written once");
+    return;
+  }
+  const Node& anchor = node(anchors_[size_t(grp)]);
+  if (shape(p->outputs[0]) != shape(anchor.inputs[0])) {
+    log_->decline(p->name, consumer.name, "shape mismatch",
+                  "output " + shape(p->outputs[0]).str() + " is broadcast into the group");
+    return;
+  }
+  take(grp, id(p));
+  for (ValueId in : p->inputs)
+    if (in != kNoValue) take_prologue(grp, *p, in);
+}
+
+void Grouper::take_epilogue(int grp, ValueId start) {
+  const Node& anchor = node(anchors_[size_t(grp)]);
+  Shape space = shape(start);
+  ValueId cur = start;
+  for (;;) {
+    const std::vector<NodeId>& users = ctx_.consumers(cur);
+    if (users.empty()) return;
+    const Node& last = node(members_[size_t(grp)].back());
+    if (users.size() != 1 || ctx_.is_output(cur)) {
+      for (NodeId uid : users) {
+        const Node& u = node(uid);
+        if (group_of_[size_t(uid)] >= 0 || !is_pointwise(u.op)) continue;
+        log_->decline(last.name, u.name, "multi-consumer",
+                      "'" + g_.value(cur).name + "' has " + std::to_string(users.size()) + " consumers" +
+                          (ctx_.is_output(cur) ? " and is a graph output" : "") + ": it is written once");
+        break;
+      }
+      return;
+    }
+    const Node& u = node(users[0]);
+    if (!can_join(u, cur, grp, space, last)) return;
+    take(grp, users[0]);
+    cur = u.outputs[0];
+  }
+  (void)anchor;
+}
+
+std::vector<FusionGroup> Grouper::run(bool fuse) {
+  const auto& nodes = g_.nodes();
+  if (fuse) {
+    // 1. views; 2. reduction prologues.
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (is_view(nodes[i].op)) take(new_group(GroupKind::View, NodeId(i)), NodeId(i));
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (group_of_[i] >= 0 || !is_row_reduction(nodes[i])) continue;
+      int grp = new_group(GroupKind::Reduction, NodeId(i));
+      take(grp, NodeId(i));
+      take_prologue(grp, nodes[i], nodes[i].inputs[0]);
+    }
+    // 3. contraction epilogues.
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (group_of_[i] >= 0 || !is_contraction(nodes[i].op)) continue;
+      int grp = new_group(GroupKind::Contraction, NodeId(i));
+      take(grp, NodeId(i));
+      take_epilogue(grp, nodes[i].outputs[0]);
+    }
+    // 4. reduction epilogues.
+    for (size_t grp = 0; grp < kinds_.size(); ++grp)
+      if (kinds_[grp] == GroupKind::Reduction) take_epilogue(int(grp), node(anchors_[grp]).outputs[0]);
+    // 5. pointwise groups, in node order.
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node& u = nodes[i];
+      if (group_of_[i] >= 0 || !is_pointwise(u.op)) continue;
+      int grp = -1;
+      for (ValueId in : u.inputs) {
+        const Node* p = ctx_.producer(in);
+        if (!p) continue;
+        int pg = group_of_[size_t(id(p))];
+        if (pg < 0 || kinds_[size_t(pg)] != GroupKind::Pointwise || pg == grp) continue;
+        if (ctx_.sole_consumer(in) != &u) {
+          log_->decline(p->name, u.name, "multi-consumer",
+                        "'" + g_.value(in).name + "' has " + std::to_string(ctx_.consumers(in).size()) + " consumers" +
+                            (ctx_.is_output(in) ? " and is a graph output" : "") + ": it is written once");
+          continue;
+        }
+        if (shape(in) != shape(u.outputs[0])) {
+          log_->decline(p->name, u.name, "shape mismatch",
+                        "output " + shape(in).str() + " is broadcast to " + shape(u.outputs[0]).str());
+          continue;
+        }
+        if (grp < 0) {
+          if (!can_join(u, in, pg, shape(u.outputs[0]), *p)) continue;
+          take(pg, NodeId(i));
+          grp = pg;
+        } else {
+          // u already joined grp; merge pg into it unless a path leaves one group and
+          // comes back into the other through outside nodes.
+          if (path_via_outside(pg, grp) || path_via_outside(grp, pg)) {
+            log_->decline(p->name, u.name, "cycle", "merging the two pointwise groups would create a cycle");
+            continue;
+          }
+          for (NodeId m : members_[size_t(pg)]) take(grp, m);
+          members_[size_t(pg)].clear();
+        }
+      }
+      if (grp < 0) take(new_group(GroupKind::Pointwise, -1), NodeId(i));
+    }
+  }
+  // 6. opaque singletons (and every node when not fusing).
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (group_of_[i] >= 0) continue;
+    GroupKind k = op_group_kind(nodes[i].op);
+    if (k == GroupKind::Reduction && !is_row_reduction(nodes[i])) k = GroupKind::Opaque;
+    take(new_group(k, (k == GroupKind::Contraction || k == GroupKind::Reduction) ? NodeId(i) : -1), NodeId(i));
+  }
+
+  // Materialize groups: members in node order, inputs, outputs, pattern names.
+  std::vector<FusionGroup> groups;
+  std::vector<int> index(kinds_.size(), -1);
+  for (size_t grp = 0; grp < kinds_.size(); ++grp) {
+    if (members_[grp].empty()) continue;
+    FusionGroup fg;
+    fg.kind = kinds_[grp];
+    fg.anchor = anchors_[grp];
+    fg.nodes = members_[grp];
+    std::sort(fg.nodes.begin(), fg.nodes.end());
+    for (NodeId n : fg.nodes) {
+      std::string op(op_name(node(n).op));
+      std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+      fg.pattern += (fg.pattern.empty() ? "" : "+") + op;
+      for (ValueId in : node(n).inputs) {
+        if (in == kNoValue) continue;
+        const Node* p = ctx_.producer(in);
+        bool inside = p && group_of_[size_t(id(p))] == int(grp);
+        if (!inside && std::find(fg.inputs.begin(), fg.inputs.end(), in) == fg.inputs.end()) fg.inputs.push_back(in);
+      }
+      for (ValueId o : node(n).outputs) {
+        bool outside = ctx_.is_output(o);
+        for (NodeId u : ctx_.consumers(o)) outside |= group_of_[size_t(u)] != int(grp);
+        if (outside) fg.outputs.push_back(o);
+      }
+    }
+    index[grp] = int(groups.size());
+    groups.push_back(std::move(fg));
+  }
+
+  // Order groups so that every group comes after the groups it reads from (Kahn's
+  // algorithm; ties broken by the first node, which keeps the source order).
+  size_t n = groups.size();
+  std::vector<std::vector<int>> succ(n);
+  std::vector<int> indeg(n, 0);
+  for (size_t gi = 0; gi < n; ++gi)
+    for (ValueId in : groups[gi].inputs)
+      if (const Node* p = ctx_.producer(in)) {
+        int pg = index[size_t(group_of_[size_t(id(p))])];
+        if (pg != int(gi) && std::find(succ[size_t(pg)].begin(), succ[size_t(pg)].end(), int(gi)) == succ[size_t(pg)].end()) {
+          succ[size_t(pg)].push_back(int(gi));
+          ++indeg[gi];
+        }
+      }
+  std::vector<FusionGroup> ordered;
+  std::vector<char> done(n, 0);
+  for (size_t step = 0; step < n; ++step) {
+    int best = -1;
+    for (size_t gi = 0; gi < n; ++gi)
+      if (!done[gi] && indeg[gi] == 0 && (best < 0 || groups[gi].nodes[0] < groups[size_t(best)].nodes[0])) best = int(gi);
+    FUSOR_ASSERT(best >= 0, "fusion groups form a cycle");
+    done[size_t(best)] = 1;
+    for (int s : succ[size_t(best)]) --indeg[size_t(s)];
+    ordered.push_back(std::move(groups[size_t(best)]));
+  }
+  return ordered;
+}
+
+}  // namespace
+
+std::string_view group_kind_name(GroupKind k) {
+  switch (k) {
+    case GroupKind::Pointwise: return "pointwise";
+    case GroupKind::Reduction: return "reduction";
+    case GroupKind::Contraction: return "contraction";
+    case GroupKind::Opaque: return "opaque";
+    case GroupKind::View: return "view";
+  }
+  return "?";
+}
+
+GroupKind op_group_kind(OpKind op) {
+  if (is_view(op)) return GroupKind::View;
+  if (is_contraction(op)) return GroupKind::Contraction;
+  if (is_pointwise(op)) return GroupKind::Pointwise;
+  switch (op) {
+    case OpKind::Softmax:
+    case OpKind::LayerNormalization:
+    case OpKind::ReduceMean:
+    case OpKind::ReduceSum: return GroupKind::Reduction;
+    default: return GroupKind::Opaque;
+  }
+}
+
+std::vector<FusionGroup> group_fusions(const Graph& g, const FusionOptions& options, FusionLog* log) {
+  return Grouper(g, log).run(options.group);
+}
+
+}  // namespace fusor

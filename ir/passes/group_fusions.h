@@ -1,0 +1,43 @@
+// group_fusions: partitions a traced graph into the groups that become kernels. See
+// Note [Grouping rules] in group_fusions.cpp. Layer: ir/passes (std only).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/passes/fusion_options.h"
+
+namespace fusor {
+
+/// What kind of kernel a group becomes.
+enum class GroupKind : uint8_t {
+  Pointwise,    ///< one N-d index space, an expression DAG of pointwise ops
+  Reduction,    ///< row reductions (softmax, layernorm, reduce) with pointwise prologue/epilogue
+  Contraction,  ///< GEMM / batched GEMM / Conv with a pointwise epilogue
+  Opaque,       ///< a single op with its own kernel (pool, gather, concat, ...)
+  View,         ///< no kernel: a reshape / transpose / slice seen through strides
+};
+
+/// "pointwise", "reduction", "contraction", "opaque", "view".
+std::string_view group_kind_name(GroupKind k);
+
+/// One fused group.
+struct FusionGroup {
+  GroupKind kind = GroupKind::Opaque;
+  std::string pattern;            ///< what formed it: "conv+add+relu", "add+layernormalization", ...
+  std::vector<NodeId> nodes;      ///< in a valid execution order
+  NodeId anchor = -1;             ///< the contraction or reduction node (-1 for pointwise/opaque/view)
+  std::vector<ValueId> inputs;    ///< values read from outside the group
+  std::vector<ValueId> outputs;   ///< values written by the group (read outside, or graph outputs)
+};
+
+/// The groups of g in execution order (dependencies first). With options.group off every
+/// node is its own group (the unfused baseline). Declined fusions go to the log.
+std::vector<FusionGroup> group_fusions(const Graph& g, const FusionOptions& options, FusionLog* log);
+
+/// The group kind a single op has on its own.
+GroupKind op_group_kind(OpKind op);
+
+}  // namespace fusor

@@ -1,0 +1,195 @@
+#include <doctest/doctest.h>
+
+#include "ir/passes/group_fusions.h"
+#include "tests/support/pass_util.h"
+
+using namespace fusor;
+
+namespace {
+
+// Groups a graph after the full pipeline and returns the summary.
+std::string groups_of(const std::string& text, const DimBindings& dims, FusedGraph* out = nullptr,
+                      FusionOptions options = {}) {
+  FusedGraph f = test::fuse_text(text, dims, options);
+  std::string s = test::group_summary(f);
+  if (out) *out = std::move(f);
+  return s;
+}
+
+bool declined(const FusedGraph& f, const std::string& reason) {
+  for (const DeclinedFusion& d : f.log.declined)
+    if (d.reason == reason) return true;
+  return false;
+}
+
+const char* kConvPrelude = R"(
+graph g
+input x: f32[1, 4, 6, 6]
+const w1: f32[4, 4, 3, 3] = randn(seed=1, std=0.2)
+const w2: f32[4, 4, 3, 3] = randn(seed=2, std=0.2)
+const b: f32[4] = randn(seed=3, std=0.1)
+)";
+
+}  // namespace
+
+TEST_SUITE("ir/passes/group_fusions") {
+  TEST_CASE("conv + relu is one contraction group") {
+    std::string text = std::string(kConvPrelude) + "c = Conv(x, w1, b) {pads=[1, 1, 1, 1]}\ny = Relu(c)\noutput y\n";
+    std::string got = groups_of(text, {});
+    FUSOR_CHECK_GOLDEN(text, got, std::string("contraction conv+relu: c y\n"));
+  }
+
+  TEST_CASE("conv + residual add + relu is one group") {
+    std::string text = std::string(kConvPrelude) + "c = Conv(x, w1, b) {pads=[1, 1, 1, 1]}\na = Add(c, x)\ny = Relu(a)\noutput y\n";
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {}), std::string("contraction conv+add+relu: c a y\n"));
+  }
+
+  TEST_CASE("multi-branch Input -> Conv1 -> Add <- Conv2 <- Input") {
+    std::string text = std::string(kConvPrelude) +
+                       "c1 = Conv(x, w1) {pads=[1, 1, 1, 1]}\nc2 = Conv(x, w2) {pads=[1, 1, 1, 1]}\n"
+                       "a = Add(c1, c2)\ny = Relu(a)\noutput y\n";
+    // Conv1 takes the add and relu as its epilogue; Conv2's result is materialized and
+    // read by that epilogue, so Conv2's group runs first.
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {}),
+                       std::string("contraction conv: c2\ncontraction conv+add+relu: c1 a y\n"));
+  }
+
+  TEST_CASE("BN folds and conv + bn + relu becomes one group") {
+    std::string text = std::string(kConvPrelude) + R"(
+const g1: f32[4] = uniform(seed=4, low=0.5, high=1.5)
+const be: f32[4] = randn(seed=5, std=0.1)
+const mu: f32[4] = randn(seed=6, std=0.1)
+const va: f32[4] = uniform(seed=7, low=0.5, high=1.5)
+c = Conv(x, w1) {pads=[1, 1, 1, 1]}
+n = BatchNormalization(c, g1, be, mu, va)
+y = Relu(n)
+output y
+)";
+    // The folded Conv takes the BN's output name (n) and keeps the Conv's node name (c).
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {}), std::string("contraction conv+relu: c y\n"));
+  }
+
+  TEST_CASE("matmul + bias + gelu is one group") {
+    const char* text = R"(
+graph g
+input x: f32[T, 8]
+const w: f32[8, 16] = randn(seed=1, std=0.2)
+const b: f32[16] = randn(seed=2, std=0.1)
+m = MatMul(x, w)
+a = Add(m, b)
+y = Gelu(a)
+output y
+)";
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {{"T", 3}}), std::string("contraction matmul+add+gelu: m a y\n"));
+  }
+
+  TEST_CASE("residual add + layernorm is one group and scale + mask + softmax is one group") {
+    const char* text = R"(
+graph g
+input x: f32[T, 8]
+input r: f32[T, 8]
+input s: f32[2, T, T]
+input mask: f32[1, 1, T]
+const g1: f32[8] = fill(1.0)
+const b1: f32[8] = fill(0.0)
+const scale: f32[] = [0.125]
+a = Add(x, r)
+y = LayerNormalization(a, g1, b1)
+m = Mul(s, scale)
+k = Add(m, mask)
+p = Softmax(k)
+output y, p
+)";
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {{"T", 4}}),
+                       std::string("reduction add+layernormalization: a y\nreduction mul+add+softmax: m k p\n"));
+  }
+
+  TEST_CASE("a multi-consumer value is not swallowed") {
+    std::string text = std::string(kConvPrelude) + "c = Conv(x, w1, b) {pads=[1, 1, 1, 1]}\ny = Relu(c)\nz = Neg(c)\noutput y, z\n";
+    FusedGraph f;
+    std::string got = groups_of(text, {}, &f);
+    FUSOR_CHECK_GOLDEN(text, got, std::string("contraction conv: c\npointwise relu: y\npointwise neg: z\n"));
+    CHECK(declined(f, "multi-consumer"));
+  }
+
+  TEST_CASE("a graph output stays materialized") {
+    std::string text = std::string(kConvPrelude) + "c = Conv(x, w1, b) {pads=[1, 1, 1, 1]}\ny = Relu(c)\noutput c, y\n";
+    FusedGraph f;
+    std::string got = groups_of(text, {}, &f);
+    FUSOR_CHECK_GOLDEN(text, got, std::string("contraction conv: c\npointwise relu: y\n"));
+    CHECK(declined(f, "multi-consumer"));
+  }
+
+  TEST_CASE("an epilogue whose other input depends on the group is declined as a cycle") {
+    // c -> n (outside, a pool) -> a; absorbing a into c's group would need n before and after.
+    std::string text = std::string(kConvPrelude) +
+                       "c = Conv(x, w1, b) {pads=[1, 1, 1, 1]}\nr = Relu(c)\n"
+                       "p = MaxPool(r) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\na = Add(r, p)\noutput a\n";
+    FusedGraph f;
+    std::string got = groups_of(text, {}, &f);
+    FUSOR_CHECK_GOLDEN(text, got, std::string("contraction conv+relu: c r\nopaque maxpool: p\npointwise add: a\n"));
+    CHECK(declined(f, "multi-consumer"));
+  }
+
+  TEST_CASE("cycle check on a direct epilogue candidate") {
+    // a = Add(c, n) where n = Neg(MaxPool(c)): c has two consumers (a and the pool), so a
+    // is not absorbed; and if it were, n depends on c through the pool.
+    std::string text = std::string(kConvPrelude) +
+                       "c = Conv(x, w1, b) {pads=[1, 1, 1, 1]}\n"
+                       "p = MaxPool(c) {kernel_shape=[1, 1]}\nn = Neg(p)\na = Add(c, n)\noutput a\n";
+    FusedGraph f;
+    std::string got = groups_of(text, {}, &f);
+    FUSOR_CHECK_GOLDEN(text, got, std::string("contraction conv: c\nopaque maxpool: p\npointwise neg+add: n a\n"));
+  }
+
+  TEST_CASE("a broadcast into a larger shape ends the epilogue") {
+    const char* text = R"(
+graph g
+input x: f32[4, 8]
+input big: f32[3, 4, 8]
+const w: f32[8, 8] = randn(seed=1, std=0.2)
+m = MatMul(x, w)
+a = Add(m, big)
+output a
+)";
+    FusedGraph f;
+    std::string got = groups_of(text, {}, &f);
+    FUSOR_CHECK_GOLDEN(text, got, std::string("contraction matmul: m\npointwise add: a\n"));
+    CHECK(declined(f, "shape mismatch"));
+  }
+
+  TEST_CASE("pointwise DAGs with broadcasting form one group") {
+    const char* text = R"(
+graph g
+input x: f32[N, 8]
+input y: f32[8]
+const two: f32[] = [2.0]
+a = Mul(x, two)
+b = Add(a, y)
+c = Tanh(b)
+d = Sub(c, x)
+e = Relu(d)
+output e
+)";
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {{"N", 5}}), std::string("pointwise mul+add+tanh+sub+relu: a b c d e\n"));
+  }
+
+  TEST_CASE("views are their own groups and unfused mode has one group per op") {
+    const char* text = R"(
+graph g
+input x: f32[2, 6]
+const s: i64[3] = [2, 3, 2]
+r = Reshape(x, s)
+t = Transpose(r) {perm=[0, 2, 1]}
+y = Relu(t)
+output y
+)";
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {}), std::string("view reshape: r\nview transpose: t\npointwise relu: y\n"));
+    FusionOptions off;
+    off.group = false;
+    FusedGraph f;
+    groups_of(text, {}, &f, off);
+    CHECK(f.groups.size() == 3);
+    CHECK(f.kernels_after() == 1);
+  }
+}

@@ -1,0 +1,57 @@
+#include "tests/support/pass_util.h"
+
+#include <sstream>
+
+#include "codegen/static/static_backend.h"
+#include "ir/op_schema.h"
+#include "ir/text_format.h"
+#include "ir/verifier.h"
+
+namespace fusor::test {
+
+ConstantEvaluator static_evaluator() {
+  return [](const Node& n, const std::vector<const Tensor*>& ins, const std::vector<TensorType>& types) {
+    std::vector<Tensor> outs;
+    for (const TensorType& t : types) outs.push_back(Tensor::empty(t.dtype, t.shape));
+    StaticKernelArgs args{n, ins, {}, serial_parallel()};
+    for (Tensor& t : outs) args.outputs.push_back(&t);
+    run_static_kernel(args);
+    return outs;
+  };
+}
+
+FusedGraph fuse_text(const std::string& text, const DimBindings& dims, const FusionOptions& options) {
+  Graph g = parse_graph(text);
+  return fuse_graph(g, input_types_from_dims(g, dims), options, static_evaluator());
+}
+
+Graph trace_text(const std::string& text, const DimBindings& dims) {
+  Graph g = parse_graph(text);
+  return trace(g, input_types_from_dims(g, dims), static_evaluator()).graph;
+}
+
+std::string structure(const Graph& g) {
+  std::ostringstream os;
+  for (const Node& n : g.nodes()) {
+    for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << g.value(n.outputs[k]).name;
+    os << " = " << op_name(n.op) << "(";
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      os << (k ? ", " : "") << (n.inputs[k] == kNoValue ? "_" : g.value(n.inputs[k]).name);
+    os << ")\n";
+  }
+  os << "output";
+  for (size_t k = 0; k < g.outputs().size(); ++k) os << (k ? ", " : " ") << g.value(g.outputs()[k]).name;
+  return os.str();
+}
+
+std::string group_summary(const FusedGraph& f) {
+  std::ostringstream os;
+  for (const FusionGroup& grp : f.groups) {
+    os << group_kind_name(grp.kind) << " " << grp.pattern << ":";
+    for (NodeId n : grp.nodes) os << " " << f.graph.node(n).name;
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace fusor::test
