@@ -1,5 +1,5 @@
-// Vectorizable float approximations of exp, tanh, erf, sigmoid and the two GELU forms, used
-// by the static kernels' hot loops. Internal to codegen/static.
+// Vectorizable float math of the static kernels: approximations of exp, tanh, erf, sigmoid and
+// the two GELU forms, and an accurate contiguous sum (sum_f32). Internal to codegen/static.
 //
 // Every function is branch-free straight-line code on one float (selects, not branches;
 // bit manipulation through std::bit_cast), always inlined, so GCC vectorizes a loop

@@ -15,18 +15,21 @@ namespace fusor {
 // took), so that the rules of the fusion issue hold:
 //  1. Views (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice) are groups of their
 //     own: they cost no kernel, consumers read through strides.
-//  2. A row reduction (Softmax, LayerNormalization, ReduceMean/ReduceSum over trailing
+//  2. Attention: MatMul(Q, K) -> pointwise ops of the scores' shape (scale, mask) ->
+//     Softmax over the last axis -> MatMul(P, V), every intermediate with one consumer,
+//     is one group; the T×T scores never reach memory in a kernel made for it.
+//  3. A row reduction (Softmax, LayerNormalization, ReduceMean/ReduceSum over trailing
 //     axes) takes its pointwise prologue: producers of its data input whose output has the
 //     reduction input's shape and is consumed only there (scale + mask + softmax, residual
 //     add + layernorm), recursively.
-//  3. A contraction (Conv, MatMul, Gemm) takes its pointwise epilogue: the chain of sole
+//  4. A contraction (Conv, MatMul, Gemm) takes its pointwise epilogue: the chain of sole
 //     consumers whose output has the contraction's output shape (bias, folded-BN shift,
 //     residual add, activation). The epilogue runs on the accumulator tile before the store.
-//  4. A row reduction takes its pointwise epilogue the same way.
-//  5. The remaining pointwise ops form maximal pointwise groups: a node joins the group of a
+//  5. A row reduction (and an attention group) takes its pointwise epilogue the same way.
+//  6. The remaining pointwise ops form maximal pointwise groups: a node joins the group of a
 //     pointwise producer when that producer's output has the node's shape and the node is
 //     its only consumer.
-//  6. Everything else is an opaque single-op group.
+//  7. Everything else is an opaque single-op group.
 // A value with several consumers is never swallowed: it ends its group and is written to
 // memory (recomputing it in each consumer is not done yet — pointwise recompute is cheap,
 // but the win is small next to the risk of duplicating a contraction). Graph outputs are
@@ -113,6 +116,8 @@ class Grouper {
   // Logs the reason when not.
   bool can_join(const Node& u, ValueId via, int grp, const Shape& index_space, const Node& producer);
   void take_prologue(int grp, const Node& consumer, ValueId input);
+  // Forms an attention group around softmax node s when the pattern holds.
+  bool take_attention(const Node& s);
   void take_epilogue(int grp, ValueId start);
 
   const Graph& g_;
@@ -228,6 +233,64 @@ void Grouper::take_epilogue(int grp, ValueId start) {
   (void)anchor;
 }
 
+bool Grouper::take_attention(const Node& s) {
+  if (s.op != OpKind::Softmax) return false;
+  const Shape& scores_shape = shape(s.inputs[0]);
+  int axis;
+  if (scores_shape.rank() < 2 || !normalize_axis(attr_int(s, "axis"), scores_shape.rank(), &axis) ||
+      axis != scores_shape.rank() - 1)
+    return false;
+  // Walk back through single-consumer pointwise ops of the scores' shape to the QK MatMul.
+  std::vector<NodeId> chain;
+  ValueId cur = s.inputs[0];
+  const Node* consumer = &s;
+  const Node* qk = nullptr;
+  for (;;) {
+    const Node* p = ctx_.producer(cur);
+    if (!p || group_of_[size_t(id(p))] >= 0 || ctx_.sole_consumer(cur) != consumer) return false;
+    if (p->op == OpKind::MatMul) {
+      qk = p;
+      break;
+    }
+    if (!is_pointwise(p->op) || shape(p->outputs[0]) != scores_shape) return false;
+    // Exactly one operand continues the chain (has the scores' shape and a producer);
+    // the others (scale, mask) are read from outside.
+    ValueId next = kNoValue;
+    for (ValueId in : p->inputs)
+      if (in != kNoValue && shape(in) == scores_shape && ctx_.producer(in)) {
+        if (next != kNoValue) return false;
+        next = in;
+      }
+    if (next == kNoValue) return false;
+    chain.push_back(id(p));
+    consumer = p;
+    cur = next;
+  }
+  const Node* pv = ctx_.sole_consumer(s.outputs[0]);
+  if (!pv || pv->op != OpKind::MatMul || pv->inputs[0] != s.outputs[0] || group_of_[size_t(id(pv))] >= 0) return false;
+  int grp = new_group(GroupKind::Attention, id(&s));
+  take(grp, id(qk));
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) take(grp, *it);
+  take(grp, id(&s));
+  // The side inputs of the chain and V must not depend on the group (a cycle otherwise).
+  for (NodeId n : members_[size_t(grp)])
+    for (ValueId in : node(n).inputs)
+      if (in != kNoValue && reaches_via_outside(in, grp)) {
+        for (NodeId m : members_[size_t(grp)]) group_of_[size_t(m)] = -1;
+        members_[size_t(grp)].clear();
+        log_->decline(qk->name, s.name, "cycle", "an input of the attention pattern depends on it");
+        return false;
+      }
+  if (reaches_via_outside(pv->inputs[1], grp)) {
+    for (NodeId m : members_[size_t(grp)]) group_of_[size_t(m)] = -1;
+    members_[size_t(grp)].clear();
+    log_->decline(s.name, pv->name, "cycle", "V depends on the attention scores");
+    return false;
+  }
+  take(grp, id(pv));
+  return true;
+}
+
 std::vector<FusionGroup> Grouper::run(bool fuse) {
   const auto& nodes = g_.nodes();
   if (fuse) {
@@ -235,6 +298,8 @@ std::vector<FusionGroup> Grouper::run(bool fuse) {
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (is_view(nodes[i].op)) take(new_group(GroupKind::View, NodeId(i)), NodeId(i));
     }
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (group_of_[i] < 0) take_attention(nodes[i]);
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (group_of_[i] >= 0 || !is_row_reduction(nodes[i])) continue;
       int grp = new_group(GroupKind::Reduction, NodeId(i));
@@ -249,8 +314,11 @@ std::vector<FusionGroup> Grouper::run(bool fuse) {
       take_epilogue(grp, nodes[i].outputs[0]);
     }
     // 4. reduction epilogues.
-    for (size_t grp = 0; grp < kinds_.size(); ++grp)
+    for (size_t grp = 0; grp < kinds_.size(); ++grp) {
+      if (members_[grp].empty()) continue;
       if (kinds_[grp] == GroupKind::Reduction) take_epilogue(int(grp), node(anchors_[grp]).outputs[0]);
+      if (kinds_[grp] == GroupKind::Attention) take_epilogue(int(grp), node(members_[grp].back()).outputs[0]);
+    }
     // 5. pointwise groups, in node order.
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& u = nodes[i];
@@ -363,6 +431,7 @@ std::string_view group_kind_name(GroupKind k) {
     case GroupKind::Pointwise: return "pointwise";
     case GroupKind::Reduction: return "reduction";
     case GroupKind::Contraction: return "contraction";
+    case GroupKind::Attention: return "attention";
     case GroupKind::Opaque: return "opaque";
     case GroupKind::View: return "view";
   }

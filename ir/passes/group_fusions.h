@@ -16,6 +16,7 @@ enum class GroupKind : uint8_t {
   Pointwise,    ///< one N-d index space, an expression DAG of pointwise ops
   Reduction,    ///< row reductions (softmax, layernorm, reduce) with pointwise prologue/epilogue
   Contraction,  ///< GEMM / batched GEMM / Conv with a pointwise epilogue
+  Attention,    ///< softmax(Q·Kᵀ ∘ pointwise) · V in one kernel: no T×T matrix in memory
   Opaque,       ///< a single op with its own kernel (pool, gather, concat, ...)
   View,         ///< no kernel: a reshape / transpose / slice seen through strides
 };
@@ -28,7 +29,7 @@ struct FusionGroup {
   GroupKind kind = GroupKind::Opaque;
   std::string pattern;            ///< what formed it: "conv+add+relu", "add+layernormalization", ...
   std::vector<NodeId> nodes;      ///< in a valid execution order
-  NodeId anchor = -1;             ///< the contraction or reduction node (-1 for pointwise/opaque/view)
+  NodeId anchor = -1;             ///< the contraction, reduction or softmax node (-1 otherwise)
   std::vector<ValueId> inputs;    ///< values read from outside the group
   std::vector<ValueId> outputs;   ///< values written by the group (read outside, or graph outputs)
 };

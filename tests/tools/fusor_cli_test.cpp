@@ -118,3 +118,25 @@ TEST_SUITE("tools/fusor") {
     CHECK(r.code == 3);
   }
 }
+
+TEST_SUITE("tools/fusor") {
+  TEST_CASE("explain reports groups as text and JSON") {
+    Result r = fusor("explain " + example("resnet_bottleneck") + " --dim N=1 --dim H=56 --dim W=56");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "10 unfused -> 3 fused"));
+    CHECK(has(r.out, "contraction  conv+add+relu"));
+    r = fusor("explain " + example("bert_layer") + " --dim B=1 --dim T=128 --json");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "\"groups\": [{\"kind\": \"contraction\", \"pattern\": \"matmul+add\", \"ops\": ["));
+    CHECK(has(r.out, "\"kernels_before\": 30"));
+    CHECK(has(r.out, "\"kernels_after\": 7"));
+    r = fusor("explain " + example("bert_layer") + " --dim B=1 --dim T=8 --no-fuse --json");
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "\"kernels_after\": 22"));  // 30 ops of which 8 are views
+    CHECK(fusor("explain " + example("bert_layer") + " --dim B=1").code == 3);
+    CHECK(fusor("explain").code == 2);
+    CHECK(fusor("explain --help").code == 0);
+  }
+}

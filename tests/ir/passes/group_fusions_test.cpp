@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
+
+#include "ir/passes/explain.h"
 #include "ir/passes/group_fusions.h"
 #include "tests/support/pass_util.h"
 
@@ -191,5 +195,65 @@ output y
     groups_of(text, {}, &f, off);
     CHECK(f.groups.size() == 3);
     CHECK(f.kernels_after() == 1);
+  }
+}
+
+TEST_SUITE("ir/passes/group_fusions") {
+  TEST_CASE("scores matmul + scale + mask + softmax + context matmul is one attention group") {
+    const char* text = R"(
+graph g
+input q: f32[1, 2, T, 4]
+input k: f32[1, 2, 4, T]
+input v: f32[1, 2, T, 4]
+input mask: f32[1, 1, 1, T]
+const scale: f32[] = [0.5]
+s = MatMul(q, k)
+m = Mul(s, scale)
+a = Add(m, mask)
+p = Softmax(a) {axis=-1}
+c = MatMul(p, v)
+output c
+)";
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {{"T", 5}}),
+                       std::string("attention matmul+mul+add+softmax+matmul: s m a p c\n"));
+  }
+
+  TEST_CASE("attention is not formed when the probabilities are also an output") {
+    const char* text = R"(
+graph g
+input q: f32[2, T, 4]
+input k: f32[2, 4, T]
+input v: f32[2, T, 4]
+s = MatMul(q, k)
+p = Softmax(s)
+c = MatMul(p, v)
+output c, p
+)";
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {{"T", 3}}),
+                       std::string("contraction matmul: s\nreduction softmax: p\ncontraction matmul: c\n"));
+  }
+}
+
+TEST_SUITE("ir/passes/explain") {
+  TEST_CASE("the BERT layer fuses into 7 compute groups and the bottleneck into 3") {
+    auto load = [](const char* name) {
+      std::ifstream f(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name);
+      return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    FusedGraph bert = test::fuse_text(load("bert_layer"), {{"B", 1}, {"T", 128}});
+    CHECK(bert.kernels_before == 30);
+    CHECK(bert.kernels_after() == 7);
+    CHECK(bert.intermediate_bytes_after() < bert.intermediate_bytes_before);
+    std::string json = explain_json(bert, {{"B", 1}, {"T", 128}});
+    CHECK(json.find("\"kernels_after\": 7") != std::string::npos);
+    CHECK(json.find("\"kind\": \"attention\", \"pattern\": \"matmul+mul+add+softmax+matmul\"") != std::string::npos);
+    FusedGraph res = test::fuse_text(load("resnet_bottleneck"), {{"N", 1}, {"H", 56}, {"W", 56}});
+    CHECK(res.kernels_after() == 3);
+    FUSOR_CHECK_GOLDEN(std::string("resnet_bottleneck"), test::group_summary(res),
+                       std::string("contraction conv+relu: conv1 relu1\ncontraction conv+relu: conv2 relu2\n"
+                                   "contraction conv+add+relu: conv3 shortcut y\n"));
+    std::string text = explain_text(res, {{"N", 1}});
+    CHECK(text.find("folded bn1 into Conv conv1") != std::string::npos);
+    CHECK(text.find("10 unfused -> 3 fused") != std::string::npos);
   }
 }
