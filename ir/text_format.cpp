@@ -87,8 +87,7 @@ class Lexer {
     if (pos_ >= line_.size()) return t;
     char c = line_[pos_];
     char c1 = pos_ + 1 < line_.size() ? line_[pos_ + 1] : '\0';
-    if (is_alnum(c) && !is_digit(c)) return name();
-    if (c == '_') return name();
+    if ((is_alnum(c) && !is_digit(c)) || c == '_') return name();
     if (is_digit(c) || (c == '.' && is_digit(c1)) || ((c == '-' || c == '+') && (is_alnum(c1) || c1 == '.')))
       return number();
     if (c == '"') return string();
@@ -349,11 +348,10 @@ class Parser {
     }
     char after = lx.peek_char();
     bool keyword = after != '=' && after != ',';
-    bool is_graph = keyword && first.text == "graph";
-    if (!is_graph) seen_statement_ = true;
-    if (is_graph) {
-      if (seen_statement_) error(lx, first.col, "'graph' must be the first statement");
-      seen_statement_ = true;
+    bool first_statement = !seen_statement_;
+    seen_statement_ = true;
+    if (keyword && first.text == "graph") {
+      if (!first_statement) error(lx, first.col, "'graph' must be the first statement");
       g_.set_name(std::string(expect_name(lx, "a graph name").text));
     } else if (keyword && first.text == "input") {
       input_statement(lx);
@@ -632,19 +630,19 @@ class Parser {
     Attributes attrs;
     if (lx.peek().is('{')) attrs = attributes(lx, schema);
     std::string node_name;
-    Token as_tok = lx.peek();
-    if (as_tok.is_word("as")) {
+    int name_col = out_tokens[0].col;
+    if (lx.peek().is_word("as")) {
       lx.next();
       Token n = expect_name(lx, "a node name after 'as'");
       node_name = std::string(n.text);
-      as_tok = n;
+      name_col = n.col;
     }
     // Outputs are checked after the inputs so that `x = Relu(x)` reports the undefined input.
     std::vector<std::string> outs;
     for (const Token& t : out_tokens) outs.push_back(claim_value_name(lx, t));
     std::string effective = node_name.empty() ? outs[0] : node_name;
     if (!node_names_.emplace(effective).second)
-      error(lx, node_name.empty() ? out_tokens[0].col : as_tok.col, "node name '", effective, "' is used twice");
+      error(lx, name_col, "node name '", effective, "' is used twice");
     try {
       g_.add_node(op, std::move(inputs), std::move(outs), std::move(attrs), std::move(node_name));
     } catch (const Error& e) {  // the checks above should leave nothing for the graph to refuse

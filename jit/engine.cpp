@@ -40,6 +40,7 @@ struct Plan {
   std::vector<NodeId> order;          // every node, group by group
   std::vector<int> uses;              // per value: reads by nodes in `order`
   std::vector<char> is_output;        // per value
+  std::vector<char> is_alias;         // per node: runs as a zero-copy reshape
 };
 
 FusionOptions effective_fusion(const EngineOptions& o) {
@@ -115,6 +116,12 @@ struct Engine::Impl {
         if (v != kNoValue) ++plan->uses[size_t(v)];
     plan->is_output.assign(fg.values().size(), 0);
     for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
+    plan->is_alias.assign(fg.nodes().size(), 0);
+    for (size_t i = 0; i < fg.nodes().size(); ++i) {
+      OpKind op = fg.nodes()[i].op;
+      bool reshape_like = op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
+      plan->is_alias[i] = reshape_like && !plan->is_output[size_t(fg.nodes()[i].outputs[0])];
+    }
     return plan;
   }
 
@@ -177,14 +184,20 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
 
   for (NodeId id : plan->order) {
     const Node& n = g.node(id);
-    StaticKernelArgs args{n, {}, {}, impl_->pool};
-    for (ValueId v : n.inputs) args.inputs.push_back(v == kNoValue ? nullptr : &values[size_t(v)]);
-    for (ValueId o : n.outputs) {
-      Tensor& t = values[size_t(o)];
-      if (!t.defined()) t = Tensor::empty(types[size_t(o)].dtype, types[size_t(o)].shape);
-      args.outputs.push_back(&t);
+    // Reshape-like ops on contiguous tensors are views: the output shares the input's
+    // buffer (graph outputs are still copied, so callers never alias inputs or weights).
+    if (plan->is_alias[size_t(id)]) {
+      values[size_t(n.outputs[0])] = values[size_t(n.inputs[0])].reshaped(types[size_t(n.outputs[0])].shape);
+    } else {
+      StaticKernelArgs args{n, {}, {}, impl_->pool};
+      for (ValueId v : n.inputs) args.inputs.push_back(v == kNoValue ? nullptr : &values[size_t(v)]);
+      for (ValueId o : n.outputs) {
+        Tensor& t = values[size_t(o)];
+        if (!t.defined()) t = Tensor::empty(types[size_t(o)].dtype, types[size_t(o)].shape);
+        args.outputs.push_back(&t);
+      }
+      run_static_kernel(args);
     }
-    run_static_kernel(args);
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
       if (--uses[size_t(v)] == 0 && !plan->is_output[size_t(v)] && g.value(v).kind == ValueKind::NodeOutput)

@@ -21,13 +21,18 @@ using static_kernels::kElementGrain;
 // OpenBLAS keeps one process-wide thread count. Every BLAS caller sets the count it wants
 // right before its calls (use_blas_threads) instead of assuming what the last caller left:
 // a product issued from the calling thread uses as many BLAS threads as the engine has;
-// products issued from inside parallel_for chunks (many small matrices of a batched MatMul)
-// run with one BLAS thread each, so the engine's threads and BLAS's never oversubscribe the
-// cores. The count only affects speed, never results, so a concurrent caller that briefly
+// products issued from inside parallel_for chunks (the many small products of a batched
+// MatMul or a grouped Conv) run with one BLAS thread each, so the engine's threads and
+// BLAS's never oversubscribe the cores. The count is restored to the engine's after such a
+// region. The count only affects speed, never results, so a concurrent caller that briefly
 // sees another's count is slower, not wrong.
 void use_blas_threads(int n) {
   if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }
+
+// The m*n*k of a product (4M multiply-adds: tens of microseconds on one core) below which
+// the fork and join of a BLAS-threaded call is a large share of the call.
+constexpr int64_t kSmallProduct = int64_t(1) << 22;
 
 // BLAS takes int dimensions; larger ones are refused rather than truncated.
 void check_blas_dims(const Node& node, std::initializer_list<int64_t> dims) {
@@ -52,7 +57,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   if (n == 1 || m == 1) {
     // y = op(A) x with y a column of C (n == 1), or y^T = x^T op(B) (m == 1).
     int64_t len = n == 1 ? m : n, incy = n == 1 ? ldc : 1;
-    if (beta == 0)
+    if (beta == 0)  // y may be uninitialized, and whether sgemv reads it for beta == 0 varies
       for (int64_t i = 0; i < len; ++i) c[i * incy] = 0.0f;
     if (n == 1) {
       int incx = tb ? 1 : ib;
@@ -133,14 +138,14 @@ void matmul_f32(StaticKernelArgs& args) {
       gemm(false, false, m, n, k, 1.0f, pa + offsets[size_t(2 * i)], k, pb + offsets[size_t(2 * i + 1)], n, 0.0f,
            py + i * m * n, n);
   };
-  // Many matrices: one per engine thread at a time, each product single-threaded (a
-  // BLAS-threaded product of a 128x64x128 attention head spends as long synchronizing as
-  // computing). Few large ones: one after another, each spread over the threads by BLAS.
-  constexpr int64_t kSmallProduct = int64_t(1) << 22;  // m*n*k below which BLAS threading does not pay
+  // Many matrices: one per engine thread at a time, each product single-threaded (splitting
+  // a 128x64x128 attention head over BLAS threads costs a fork and join per head and buys
+  // little). Few large ones: one after another, each spread over the threads by BLAS.
   bool across_batch = threads > 1 && count >= threads && (m * n * k <= kSmallProduct || count % threads == 0);
   if (across_batch) {
     use_blas_threads(1);
     args.parallel.parallel_for(count, 1, run);
+    use_blas_threads(threads);
   } else {
     use_blas_threads(threads);
     run(0, count);
@@ -213,11 +218,11 @@ void im2col(const Conv2dParams& p, const float* x, int64_t cg, float* col, Paral
           std::fill(dst, dst + p.ow, 0.0f);
           continue;
         }
-        const float* src = plane + ih * p.w + col_off;
+        const float* src = plane + ih * p.w;  // input column of output o: o * stride_w + col_off
         std::fill(dst, dst + lo, 0.0f);
-        if (p.stride_w == 1) std::memcpy(dst + lo, src + lo, size_t(hi - lo) * sizeof(float));
+        if (p.stride_w == 1) std::memcpy(dst + lo, src + lo + col_off, size_t(hi - lo) * sizeof(float));
         else
-          for (int64_t o = lo; o < hi; ++o) dst[o] = src[o * p.stride_w];
+          for (int64_t o = lo; o < hi; ++o) dst[o] = src[o * p.stride_w + col_off];
         std::fill(dst + hi, dst + p.ow, 0.0f);
       }
     }
@@ -238,16 +243,15 @@ void depthwise(const Conv2dParams& p, const float* x, const float* w, const floa
       for (int64_t ki = 0; ki < p.kh; ++ki) {
         int64_t ih = oh * p.stride_h - p.pad_t + ki * p.dil_h;
         if (ih < 0 || ih >= p.h) continue;
-        const float* src_row = x + (plane * p.h + ih) * p.w;
+        const float* src = x + (plane * p.h + ih) * p.w;
         for (int64_t kj = 0; kj < p.kw; ++kj) {
           float wv = wc[ki * p.kw + kj];
-          int64_t off = kj * p.dil_w - p.pad_l, lo, hi;
+          int64_t off = kj * p.dil_w - p.pad_l, lo, hi;  // input column of output o: o * stride_w + off
           valid_range(off, p.stride_w, p.w, p.ow, &lo, &hi);
-          const float* src = src_row + off;
           if (p.stride_w == 1)
-            for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o];
+            for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o + off];
           else
-            for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o * p.stride_w];
+            for (int64_t o = lo; o < hi; ++o) dst[o] += wv * src[o * p.stride_w + off];
         }
       }
     }
@@ -280,20 +284,35 @@ void conv_f32(StaticKernelArgs& args) {
     par.parallel_for(p.n * p.m, std::max<int64_t>(1, kElementGrain / ohw), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) std::fill(y + i * ohw, y + (i + 1) * ohw, bias[i % p.m]);
     });
-  Tensor col = pointwise ? Tensor() : Tensor::empty(DType::F32, Shape{kk, ohw});
-  use_blas_threads(par.num_threads());
-  for (int64_t img = 0; img < p.n; ++img) {
-    for (int64_t g = 0; g < p.group; ++g) {
-      const float* xg = x + (img * p.c + g * cg) * hw;
-      float* yg = y + (img * p.m + g * mg) * ohw;
-      const float* bmat = xg;
-      if (!pointwise) {
-        im2col(p, xg, cg, col.data<float>(), par);
-        bmat = col.data<float>();
-      }
-      gemm(false, false, mg, ohw, kk, 1.0f, w + g * mg * kk, kk, bmat, ohw, bias ? 1.0f : 0.0f, yg, ohw);
+  // One (image, group) product: y_g [mg, ohw] += w_g [mg, kk] * im2col(x_g) [kk, ohw].
+  int64_t units = p.n * p.group;
+  auto unit = [&](int64_t u, float* col, Parallel& im2col_par) {
+    int64_t img = u / p.group, g = u % p.group;
+    const float* xg = x + (img * p.c + g * cg) * hw;
+    const float* bmat = xg;
+    if (!pointwise) {
+      im2col(p, xg, cg, col, im2col_par);
+      bmat = col;
     }
+    gemm(false, false, mg, ohw, kk, 1.0f, w + g * mg * kk, kk, bmat, ohw, bias ? 1.0f : 0.0f,
+         y + (img * p.m + g * mg) * ohw, ohw);
+  };
+  int threads = par.num_threads();
+  // Many small products (grouped convolutions, batches of small images): one per engine
+  // thread at a time, each with its own im2col buffer and one BLAS thread (Note [BLAS
+  // threads]). Otherwise one after another, with im2col and BLAS each using every thread.
+  if (threads > 1 && units >= threads && mg * ohw * kk <= kSmallProduct) {
+    use_blas_threads(1);
+    par.parallel_for(units, 1, [&](int64_t b, int64_t e) {
+      Tensor col = pointwise ? Tensor() : Tensor::empty(DType::F32, Shape{kk, ohw});
+      for (int64_t u = b; u < e; ++u) unit(u, pointwise ? nullptr : col.data<float>(), serial_parallel());
+    });
+    use_blas_threads(threads);
+    return;
   }
+  Tensor col = pointwise ? Tensor() : Tensor::empty(DType::F32, Shape{kk, ohw});
+  use_blas_threads(threads);
+  for (int64_t u = 0; u < units; ++u) unit(u, pointwise ? nullptr : col.data<float>(), par);
 }
 
 }  // namespace

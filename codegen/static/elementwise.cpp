@@ -344,6 +344,21 @@ struct NegOp {
   }
 };
 
+// The math.h functions as functors. always_inline: the GELU and erf bodies are big enough
+// that GCC would otherwise keep a call in the loop, and the loop would stay scalar.
+#define FUSOR_UNARY_FLOAT_OP(Name, expr)                                     \
+  struct Name {                                                               \
+    [[gnu::always_inline]] float operator()(float v) const { return expr; } \
+  };
+FUSOR_UNARY_FLOAT_OP(ExpOp, exp_f32(v))
+FUSOR_UNARY_FLOAT_OP(TanhOp, tanh_f32(v))
+FUSOR_UNARY_FLOAT_OP(SigmoidOp, sigmoid_f32(v))
+FUSOR_UNARY_FLOAT_OP(ErfOp, erf_f32(v))
+FUSOR_UNARY_FLOAT_OP(GeluErfOp, gelu_erf_f32(v))
+FUSOR_UNARY_FLOAT_OP(GeluTanhOp, gelu_tanh_f32(v))
+FUSOR_UNARY_FLOAT_OP(SqrtOp, std::sqrt(v))
+#undef FUSOR_UNARY_FLOAT_OP
+
 // ---------------------------------------------------------------------------------------
 // Cast
 //
@@ -508,26 +523,14 @@ void run_Relu(StaticKernelArgs& a) { unary_kernel<true>(a, ReluOp{}); }
 void run_Neg(StaticKernelArgs& a) { unary_kernel<true>(a, NegOp{}); }
 
 void run_Gelu(StaticKernelArgs& a) {
-  if (attr_string(a.node, "approximate") == "tanh")
-    unary_kernel<false>(a, [](float v) { return gelu_tanh_f32(v); });
-  else
-    unary_kernel<false>(a, [](float v) { return gelu_erf_f32(v); });
+  if (attr_string(a.node, "approximate") == "tanh") unary_kernel<false>(a, GeluTanhOp{});
+  else unary_kernel<false>(a, GeluErfOp{});
 }
-void run_Erf(StaticKernelArgs& a) {
-  unary_kernel<false>(a, [](float v) { return erf_f32(v); });
-}
-void run_Tanh(StaticKernelArgs& a) {
-  unary_kernel<false>(a, [](float v) { return tanh_f32(v); });
-}
-void run_Sigmoid(StaticKernelArgs& a) {
-  unary_kernel<false>(a, [](float v) { return sigmoid_f32(v); });
-}
-void run_Exp(StaticKernelArgs& a) {
-  unary_kernel<false>(a, [](float v) { return exp_f32(v); });
-}
-void run_Sqrt(StaticKernelArgs& a) {
-  unary_kernel<false>(a, [](float v) { return std::sqrt(v); });
-}
+void run_Erf(StaticKernelArgs& a) { unary_kernel<false>(a, ErfOp{}); }
+void run_Tanh(StaticKernelArgs& a) { unary_kernel<false>(a, TanhOp{}); }
+void run_Sigmoid(StaticKernelArgs& a) { unary_kernel<false>(a, SigmoidOp{}); }
+void run_Exp(StaticKernelArgs& a) { unary_kernel<false>(a, ExpOp{}); }
+void run_Sqrt(StaticKernelArgs& a) { unary_kernel<false>(a, SqrtOp{}); }
 
 void run_Cast(StaticKernelArgs& a) {
   const Tensor& x = a.in(0);

@@ -3,6 +3,8 @@
 // every dtype takes the same path: elements are copied by their byte size.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "codegen/static/kernel_util.h"
 #include "ir/ops/params.h"
@@ -13,8 +15,9 @@ namespace {
 
 using static_kernels::kElementGrain;
 
-// Bytes per parallel chunk of a plain copy: large enough that a chunk outlasts its dispatch.
-constexpr int64_t kByteGrain = int64_t(1) << 16;
+// Bytes per parallel chunk of a copy: tens of microseconds of memcpy, well above the cost
+// of handing the chunk to another thread.
+constexpr int64_t kByteGrain = int64_t(1) << 18;
 
 // Copies `bytes` from src to dst (non-overlapping), split over threads when large.
 void copy_bytes(void* dst, const void* src, int64_t bytes, Parallel& par) {
@@ -276,8 +279,10 @@ void run_Gather(StaticKernelArgs& args) {
   int64_t dim = x.shape()[axis], count = ind.numel();
   // Indices are data, not shapes: every one is checked before anything is read.
   std::vector<int64_t> idx(static_cast<size_t>(count));
+  const int64_t* i64 = ind.dtype() == DType::I64 ? ind.data<int64_t>() : nullptr;
+  const int32_t* i32 = ind.dtype() == DType::I32 ? ind.data<int32_t>() : nullptr;
   for (int64_t i = 0; i < count; ++i) {
-    int64_t v = ind.dtype() == DType::I64 ? ind.data<int64_t>()[i] : ind.data<int32_t>()[i];
+    int64_t v = i64 ? i64[i] : i32[i];
     if (v < -dim || v >= dim)
       node_fail(args.node, ErrorCode::InvalidArgument, "index ", v, " is out of range [", -dim, ", ", dim - 1,
                 "] for axis ", axis, " of input ", x.type_str());

@@ -32,20 +32,21 @@
 // against double libm; ulp = spacing of floats at the exact value, 2^-149 for denormal
 // results; first figure with FMA as the library is built, second without FMA):
 //   exp_f32      1.04 / 1.02 ulp   (overflow, denormal results and 0 included)
-//   tanh_f32     1.31 / 1.31 ulp
-//   sigmoid_f32  2.30 / 2.25 ulp   (denormal results included)
-//   erf_f32      2.02 / 2.96 ulp
+//   tanh_f32     1.30 / 1.30 ulp
+//   sigmoid_f32  2.30 / 2.30 ulp   (denormal results included)
+//   erf_f32      2.02 / 3.01 ulp
 //   gelu_erf     |err| <= 1.45e-7*|x| everywhere; relative 3.6e-6 / 4.3e-6 for x >= -5.7,
 //                1.6e-5 / 1.9e-5 down to x = -14 (|gelu| < 4.4e-8 there; below, denormal)
 //   gelu_tanh    |err| <= 1.43e-7*|x| everywhere; relative 2.7e-6 / 3.8e-6 for x >= -5.7,
 //                1.1e-5 / 1.4e-5 below (rounding of the exponent argument, ~80 at most)
-// tests/codegen/static/math_test.cpp checks bounds of 1.1, 1.5, 2.5, 2.1 (3.0 without FMA)
+// tests/codegen/static/math_test.cpp checks bounds of 1.1, 1.5, 2.5, 2.1 (3.1 without FMA)
 // ulp and, for GELU, 2e-7*|x| + 4e-6*|gelu| on a million samples plus breakpoints and specials.
 #pragma once
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace fusor::static_kernels {
 
@@ -61,8 +62,9 @@ FUSOR_MATH_INLINE float fmadd(float a, float b, float c) {
 }
 
 /// c ? t : f, written with bit masks so that GCC keeps both arms computed and vectorizes the
-/// loop (a ternary lets it sink a possibly-trapping division into a branch, which blocks
-/// if-conversion under the default -ftrapping-math).
+/// loop. With ternaries GCC turns clamps into branches, threads them across the inlined
+/// calls (tanh's clamp makes exp's dead) and sinks possibly-trapping divisions into them;
+/// if-conversion then gives up and the loop stays scalar.
 FUSOR_MATH_INLINE float select(bool c, float t, float f) {
   uint32_t m = 0u - uint32_t(c);
   return std::bit_cast<float>((std::bit_cast<uint32_t>(t) & m) | (std::bit_cast<uint32_t>(f) & ~m));
@@ -71,8 +73,8 @@ FUSOR_MATH_INLINE float select(bool c, float t, float f) {
 /// e^x (error bound in the header comment).
 FUSOR_MATH_INLINE float exp_f32(float x) {
   // Clamp so that n stays in [-150, 129]; comparisons are false for NaN, which passes.
-  float xc = x > 89.0f ? 89.0f : x;
-  xc = xc < -104.0f ? -104.0f : xc;
+  float xc = select(x > 89.0f, 89.0f, x);
+  xc = select(xc < -104.0f, -104.0f, xc);
   // Round x/ln2 to an integer with the 1.5*2^23 trick: the sum's low mantissa bits hold n.
   constexpr float kShift = 12582912.0f;
   float t = fmadd(xc, 1.44269502f, kShift);
@@ -103,7 +105,7 @@ FUSOR_MATH_INLINE float tanh_f32(float x) {
   p = fmadd(p, a2, 0.133333042f);
   p = fmadd(p, a2, -0.333333343f);
   float small = fmadd(a * a2, p, a);
-  float ac = a > 10.0f ? 10.0f : a;  // tanh(10) rounds to 1; keeps e finite
+  float ac = select(a > 10.0f, 10.0f, a);  // tanh(10) rounds to 1; keeps e finite
   float e = exp_f32(2.0f * ac);
   float large = 1.0f - 2.0f / (e + 1.0f);
   float r = select(a < 0.625f, small, large);
@@ -132,7 +134,7 @@ FUSOR_MATH_INLINE float erf_small(float a) {
 // on [1, 4] in t = (a - 2.5)/1.5; beyond 4 it is held at g(4) while -a^2 keeps falling, so
 // the result keeps decaying to 0 (only its tiny relative accuracy degrades there).
 FUSOR_MATH_INLINE float erfc_large(float a) {
-  float ac = a > 4.0f ? 4.0f : a;
+  float ac = select(a > 4.0f, 4.0f, a);
   float t = (ac - 2.5f) * 0.666666687f;
   float g = fmadd(t, 4.19583994e-05f, -0.000227499506f);
   g = fmadd(g, t, 0.0008803971f);
@@ -149,7 +151,7 @@ FUSOR_MATH_INLINE float erfc_large(float a) {
 // absolute terms (3.5e-8 vs 5e-10), but its relative accuracy holds down to erfc(10) = 2e-45,
 // which GELU's negative tail needs.
 FUSOR_MATH_INLINE float erfc_wide(float a) {
-  float ac = a > 10.0f ? 10.0f : a;
+  float ac = select(a > 10.0f, 10.0f, a);
   float t = (ac - 5.5f) * 0.222222224f;
   float g = fmadd(t, 0.00085237145f, -0.00238227192f);
   g = fmadd(g, t, 0.00276515214f);
@@ -171,7 +173,7 @@ FUSOR_MATH_INLINE float erfc_wide(float a) {
 FUSOR_MATH_INLINE float erf_f32(float x) {
   float a = std::fabs(x);
   float small = detail::erf_small(a);
-  float large = 1.0f - detail::erfc_large(a > 4.0f ? 4.0f : a);
+  float large = 1.0f - detail::erfc_large(select(a > 4.0f, 4.0f, a));
   float r = select(a < 1.0f, small, large);
   return std::copysign(r, x);
 }
@@ -209,10 +211,11 @@ double sum_f32(const float* x, int64_t n, F f) {
     int64_t i = 0;
     for (; i + kLanes <= m; i += kLanes)
       for (int j = 0; j < kLanes; ++j) acc[j] += f(p[i + j]);
-    for (int j = 0; i < m; ++i, ++j) acc[j] += f(p[i]);
+    float tail = 0;
+    for (; i < m; ++i) tail += f(p[i]);
     for (int w = kLanes / 2; w > 0; w /= 2)
       for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-    total += double(acc[0]);
+    total += double(acc[0]) + double(tail);
   }
   return total;
 }
@@ -220,6 +223,22 @@ double sum_f32(const float* x, int64_t n, F f) {
 /// The sum of a contiguous run (see sum_f32 above).
 inline double sum_f32(const float* x, int64_t n) {
   return sum_f32(x, n, [](float v) { return v; });
+}
+
+/// The largest element of a contiguous run (-inf when empty; NaNs are skipped). Written with
+/// `a > b ? a : b` in 32 lanes, the form GCC vectorizes into vmaxps (std::max is not).
+inline float max_f32(const float* x, int64_t n) {
+  constexpr int kLanes = 32;
+  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  float m[kLanes];
+  for (int j = 0; j < kLanes; ++j) m[j] = kLowest;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+  float r = kLowest;
+  for (; i < n; ++i) r = x[i] > r ? x[i] : r;
+  for (int j = 0; j < kLanes; ++j) r = m[j] > r ? m[j] : r;
+  return r;
 }
 
 #undef FUSOR_MATH_INLINE

@@ -104,14 +104,7 @@ void layernorm_f32(StaticKernelArgs& a) {
 
 // Softmax over contiguous rows of n: y = exp(x - max) / sum.
 void softmax_row(const float* x, float* y, int64_t n) {
-  constexpr int kLanes = 32;
-  float m[kLanes];
-  std::fill(m, m + kLanes, -std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) m[j] = std::max(m[j], x[i + j]);
-  for (int j = 0; i < n; ++i, ++j) m[j] = std::max(m[j], x[i]);
-  const float mx = *std::max_element(m, m + kLanes);
+  const float mx = max_f32(x, n);
   for (int64_t k = 0; k < n; ++k) y[k] = exp_f32(x[k] - mx);
   const float inv = float(1.0 / sum_f32(y, n));
   for (int64_t k = 0; k < n; ++k) y[k] *= inv;
@@ -128,7 +121,7 @@ void softmax_columns(const float* x, float* y, int64_t len, int64_t inner, int64
   std::fill(s, s + w, 0.0);
   for (int64_t k = 0; k < len; ++k) {
     const float* xk = x + k * inner;
-    for (int64_t j = 0; j < w; ++j) m[j] = std::max(m[j], xk[j]);
+    for (int64_t j = 0; j < w; ++j) m[j] = xk[j] > m[j] ? xk[j] : m[j];
   }
   for (int64_t k = 0; k < len; ++k) {
     const float* xk = x + k * inner;

@@ -1,5 +1,6 @@
 // Static kernels of the pools over NCHW: MaxPool, AveragePool (2-D windows with strides,
-// pads, dilations and ceil_mode) and GlobalAveragePool (any rank >= 3). f32 only.
+// pads, dilations and ceil_mode) and GlobalAveragePool (any rank >= 3). They compute in
+// f32; f16/bf16 tensors are converted to f32 and back.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -29,16 +30,21 @@ int64_t count_points(int64_t start, int64_t k, int64_t dil, int64_t low, int64_t
   return c;
 }
 
-const Tensor& f32_input(const StaticKernelArgs& args) {
-  if (args.in(0).dtype() != DType::F32) static_kernels::unsupported_dtype(args.node, args.in(0).dtype());
-  return args.in(0);
+using F32Kernel = void (*)(StaticKernelArgs&);
+
+// Runs an f32 kernel on f32 tensors directly and on f16/bf16 tensors through f32 copies.
+void run_floating(StaticKernelArgs& args, F32Kernel kernel) {
+  DType t = args.in(0).dtype();
+  if (t == DType::F32) return kernel(args);
+  if (t != DType::F16 && t != DType::BF16) static_kernels::unsupported_dtype(args.node, t);
+  static_kernels::run_in_f32(args, kernel);
 }
 
 // Both 2-D pools walk the output one row at a time: for each window point (ki, kj) that
 // falls inside the input, a whole output row combines with a shifted (strided) input row, a
 // loop over ow that vectorizes. Padding is never read, so it never wins a max and adds
-// nothing to a sum. `combine(dst, src, lo, hi, stride)` folds src[o * stride] into dst[o]
-// for o in [lo, hi); `finish(dst, oh)` completes the row.
+// nothing to a sum. `combine(dst, src, off, lo, hi, stride)` folds src[o * stride + off]
+// into dst[o] for o in [lo, hi); `finish(dst, oh)` completes the row.
 template <class Combine, class Finish>
 void pool_rows(const Pool2dParams& p, const float* x, float* y, float init, Parallel& par, Combine combine,
                Finish finish) {
@@ -55,7 +61,7 @@ void pool_rows(const Pool2dParams& p, const float* x, float* y, float init, Para
         for (int64_t kj = 0; kj < p.kw; ++kj) {
           int64_t off = kj * p.dil_w - p.pad_l, lo, hi;
           valid_range(off, p.stride_w, p.w, p.ow, &lo, &hi);
-          combine(dst, src_row + off, lo, hi, p.stride_w);
+          combine(dst, src_row, off, lo, hi, p.stride_w);
         }
       }
       finish(dst, oh);
@@ -63,20 +69,21 @@ void pool_rows(const Pool2dParams& p, const float* x, float* y, float init, Para
   });
 }
 
-}  // namespace
-
-void run_MaxPool(StaticKernelArgs& args) {
-  const Tensor& xt = f32_input(args);
+void maxpool_f32(StaticKernelArgs& args) {
+  const Tensor& xt = args.in(0);
   Tensor& yt = args.out();
   if (yt.numel() == 0) return;
   Pool2dParams p = pool2d_params(args.node, xt.shape());
   // NaN propagates (as in ONNX's reference and PyTorch): a NaN in the window wins.
-  auto combine = [](float* dst, const float* src, int64_t lo, int64_t hi, int64_t stride) {
+  auto combine = [](float* dst, const float* src, int64_t off, int64_t lo, int64_t hi, int64_t stride) {
     if (stride == 1)
-      for (int64_t o = lo; o < hi; ++o) dst[o] = dst[o] < src[o] || std::isnan(src[o]) ? src[o] : dst[o];
+      for (int64_t o = lo; o < hi; ++o) {
+        float v = src[o + off];
+        dst[o] = dst[o] < v || std::isnan(v) ? v : dst[o];
+      }
     else
       for (int64_t o = lo; o < hi; ++o) {
-        float v = src[o * stride];
+        float v = src[o * stride + off];
         dst[o] = dst[o] < v || std::isnan(v) ? v : dst[o];
       }
   };
@@ -84,8 +91,8 @@ void run_MaxPool(StaticKernelArgs& args) {
             [](float*, int64_t) {});
 }
 
-void run_AveragePool(StaticKernelArgs& args) {
-  const Tensor& xt = f32_input(args);
+void avgpool_f32(StaticKernelArgs& args) {
+  const Tensor& xt = args.in(0);
   Tensor& yt = args.out();
   if (yt.numel() == 0) return;
   Pool2dParams p = pool2d_params(args.node, xt.shape());
@@ -100,11 +107,11 @@ void run_AveragePool(StaticKernelArgs& args) {
   std::vector<float> count_w(size_t(p.ow));
   for (int64_t o = 0; o < p.ow; ++o)
     count_w[size_t(o)] = float(counted(o * p.stride_w - p.pad_l, p.kw, p.dil_w, p.pad_l, p.w, p.pad_r));
-  auto combine = [](float* dst, const float* src, int64_t lo, int64_t hi, int64_t stride) {
+  auto combine = [](float* dst, const float* src, int64_t off, int64_t lo, int64_t hi, int64_t stride) {
     if (stride == 1)
-      for (int64_t o = lo; o < hi; ++o) dst[o] += src[o];
+      for (int64_t o = lo; o < hi; ++o) dst[o] += src[o + off];
     else
-      for (int64_t o = lo; o < hi; ++o) dst[o] += src[o * stride];
+      for (int64_t o = lo; o < hi; ++o) dst[o] += src[o * stride + off];
   };
   auto finish = [&](float* dst, int64_t oh) {
     float ch = float(counted(oh * p.stride_h - p.pad_t, p.kh, p.dil_h, p.pad_t, p.h, p.pad_b));
@@ -113,8 +120,8 @@ void run_AveragePool(StaticKernelArgs& args) {
   pool_rows(p, xt.data<float>(), yt.data<float>(), 0.0f, args.parallel, combine, finish);
 }
 
-void run_GlobalAveragePool(StaticKernelArgs& args) {
-  const Tensor& xt = f32_input(args);
+void global_avgpool_f32(StaticKernelArgs& args) {
+  const Tensor& xt = args.in(0);
   Tensor& yt = args.out();
   if (yt.numel() == 0) return;
   int64_t planes = xt.shape()[0] * xt.shape()[1];
@@ -138,5 +145,11 @@ void run_GlobalAveragePool(StaticKernelArgs& args) {
     }
   });
 }
+
+}  // namespace
+
+void run_MaxPool(StaticKernelArgs& args) { run_floating(args, maxpool_f32); }
+void run_AveragePool(StaticKernelArgs& args) { run_floating(args, avgpool_f32); }
+void run_GlobalAveragePool(StaticKernelArgs& args) { run_floating(args, global_avgpool_f32); }
 
 }  // namespace fusor

@@ -20,13 +20,8 @@ int64_t intermediate_bytes(const Graph& g, const std::vector<TensorType>& types,
   return bytes;
 }
 
-void check(const Graph& g) {
-#ifndef NDEBUG
-  verify(g);
-#else
-  (void)g;
-#endif
-}
+// Every pass's result is verified, in all builds: it costs O(nodes) once per plan.
+void check(const Graph& g) { verify(g); }
 
 }  // namespace
 

@@ -234,6 +234,7 @@ TEST_SUITE("ir/text_format") {
 
   TEST_CASE("every dtype as input and as recipe and inline constant") {
     Graph g("dtypes");
+    g.add_output(g.add_input("scalar_in", DType::F32, {}));
     int seed = 1;
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool}) {
       std::string n(dtype_name(t));
@@ -256,6 +257,7 @@ TEST_SUITE("ir/text_format") {
       CHECK(back.constants()[i].recipe == g.constants()[i].recipe);
     }
     std::string text = print_graph(g);
+    CHECK(text.find("input scalar_in: f32[]\n") != std::string::npos);
     CHECK(text.find("input in_bf16: bf16[B, 2]\n") != std::string::npos);
     CHECK(text.find("const scalar_bool: bool[] = [true]\n") != std::string::npos);
     CHECK(text.find("const empty_i32: i32[0, 3] = []\n") != std::string::npos);

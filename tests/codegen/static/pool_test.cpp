@@ -4,14 +4,14 @@
 // Tolerances: a max is exact (0). An average of at most 25 values, summed in float, is
 // within a few 2^-24 relative of the double result: rtol 1e-6 plus atol 1e-6 for sums near
 // zero. A global average over up to ~4000 values (16 float partial sums): rtol 1e-5,
-// atol 1e-6.
+// atol 1e-6. f16/bf16 averages are rounded once from f32: one unit in the last place,
+// rtol 2^-10 (f16) and 2^-7 (bf16).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "ir/error.h"
 #include "jit/thread_pool.h"
 #include "tests/support/reference_contraction.h"
 #include "tests/support/test_util.h"
@@ -164,14 +164,20 @@ TEST_SUITE("static/pool") {
     }
   }
 
-  TEST_CASE("pools reject f16 as unsupported") {
-    Tensor x = randn(Shape{1, 1, 4, 4}, 5, 1.0, DType::F16);
-    try {
-      run_static_op(OpKind::MaxPool, {x}, {{"kernel_shape", std::vector<int64_t>{2, 2}}});
-      FAIL("no error");
-    } catch (const Error& e) {
-      CHECK(e.code() == ErrorCode::Unsupported);
-      CHECK(e.message().find("f16") != std::string::npos);
+  TEST_CASE("pools in f16 and bf16 compute through f32") {
+    RefPool g;
+    g.kh = g.kw = 3;
+    g.stride_h = g.stride_w = 2;
+    g.pad_t = g.pad_l = g.pad_b = g.pad_r = 1;
+    g.ceil_mode = true;
+    for (DType t : {DType::F16, DType::BF16}) {
+      INFO(dtype_name(t));
+      // A max of exactly representable values is exact; an average is rounded once.
+      double rtol = t == DType::F16 ? 1.0 / 1024 : 1.0 / 128;
+      Tensor x = randn(Shape{2, 3, 9, 8}, 3000, 1.0, t);
+      check_op(OpKind::MaxPool, {x}, pool_attrs(g, false), ref_maxpool(x, g), 0, 0);
+      check_op(OpKind::AveragePool, {x}, pool_attrs(g, true), ref_avgpool(x, g), rtol, rtol * 0.01);
+      check_op(OpKind::GlobalAveragePool, {x}, {}, ref_global_avgpool(x), rtol, rtol * 0.01);
     }
   }
 }
