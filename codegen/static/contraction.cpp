@@ -15,6 +15,9 @@ namespace fusor {
 
 namespace {
 
+using static_kernels::run_floating;
+using static_kernels::valid_range;
+
 using static_kernels::kElementGrain;
 
 // Note [BLAS threads]
@@ -74,16 +77,6 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
               alpha, a, ia, b, ib, beta, c, ic);
 }
 
-using F32Kernel = void (*)(StaticKernelArgs&);
-
-// Runs an f32 kernel on f32 tensors directly and on f16/bf16 tensors through f32 copies
-// (one rounding of the f32 result); other dtypes are unsupported.
-void run_floating(StaticKernelArgs& args, F32Kernel kernel) {
-  DType t = args.in(0).dtype();
-  if (t == DType::F32) return kernel(args);
-  if (t != DType::F16 && t != DType::BF16) static_kernels::unsupported_dtype(args.node, t);
-  static_kernels::run_in_f32(args, kernel);
-}
 
 // ---- MatMul / Gemm --------------------------------------------------------------------
 
@@ -192,14 +185,6 @@ void gemm_f32(StaticKernelArgs& args) {
 
 // ---- Conv -----------------------------------------------------------------------------
 
-// The output positions o in [0, count) whose input position o * stride + offset lies in
-// [0, size): the range [*lo, *hi) (empty when *lo == *hi).
-void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count, int64_t* lo, int64_t* hi) {
-  int64_t l = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  int64_t h = size - offset <= 0 ? 0 : (size - offset + stride - 1) / stride;
-  *lo = std::min(l, count);
-  *hi = std::clamp(h, *lo, count);
-}
 
 // Lays out one group of one image as the [cg*kh*kw, oh*ow] matrix whose product with the
 // group's weights is the convolution; padding reads as 0.

@@ -92,11 +92,6 @@ float half_to_f32(uint16_t h) {
   if constexpr (D == DType::F16) return f16_to_f32(h);
   else return bf16_to_f32(h);
 }
-template <DType D>
-uint16_t f32_to_half(float f) {
-  if constexpr (D == DType::F16) return f32_to_f16(f);
-  else return f32_to_bf16(f);
-}
 
 // Elements converted per block on the f16/bf16 paths (three float buffers on the stack).
 constexpr int64_t kHalfBlock = 512;
@@ -178,6 +173,15 @@ void binary_run(T* y, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n,
   }
 }
 
+// m elements of a strided f16/bf16 run into f32.
+template <DType D>
+void load_half(const uint16_t* src, int64_t stride, float* dst, int64_t m) {
+  if (stride == 1) static_kernels::half_to_f32(D, src, dst, m);
+  else if (stride == 0) std::fill(dst, dst + m, half_to_f32<D>(*src));
+  else
+    for (int64_t i = 0; i < m; ++i) dst[i] = half_to_f32<D>(src[i * stride]);
+}
+
 // The f16/bf16 form: gathers blocks into f32, runs the f32 op, rounds back.
 template <DType D, class Op>
 void binary_run_half(uint16_t* y, const uint16_t* a, int64_t sa, const uint16_t* b, int64_t sb, int64_t n,
@@ -185,10 +189,10 @@ void binary_run_half(uint16_t* y, const uint16_t* a, int64_t sa, const uint16_t*
   float fa[kHalfBlock], fb[kHalfBlock], fy[kHalfBlock];
   for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
     const int64_t m = std::min(kHalfBlock, n - i0);
-    for (int64_t i = 0; i < m; ++i) fa[i] = half_to_f32<D>(a[(i0 + i) * sa]);
-    for (int64_t i = 0; i < m; ++i) fb[i] = half_to_f32<D>(b[(i0 + i) * sb]);
+    load_half<D>(a + i0 * sa, sa, fa, m);
+    load_half<D>(b + i0 * sb, sb, fb, m);
     binary_run<float>(fy, fa, 1, fb, 1, m, op);
-    for (int64_t i = 0; i < m; ++i) y[i0 + i] = f32_to_half<D>(fy[i]);
+    static_kernels::f32_to_half(D, fy, y + i0, m);
   }
 }
 
@@ -281,9 +285,9 @@ void unary_run_half(const uint16_t* x, uint16_t* y, int64_t n, F f) {
   float buf[kHalfBlock];
   for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
     const int64_t m = std::min(kHalfBlock, n - i0);
-    for (int64_t i = 0; i < m; ++i) buf[i] = half_to_f32<D>(x[i0 + i]);
+    static_kernels::half_to_f32(D, x + i0, buf, m);
     unary_run_inplace(buf, m, f);
-    for (int64_t i = 0; i < m; ++i) y[i0 + i] = f32_to_half<D>(buf[i]);
+    static_kernels::f32_to_half(D, buf, y + i0, m);
   }
 }
 
@@ -541,7 +545,11 @@ void run_Cast(StaticKernelArgs& a) {
       const Storage<F>* px = static_cast<const Storage<F>*>(x.raw());
       Storage<T>* py = static_cast<Storage<T>*>(y.raw());
       a.parallel.parallel_for(x.numel(), kElementGrain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) py[i] = cast_one<F, T>(px[i]);
+        constexpr bool kHalfT = T == DType::F16 || T == DType::BF16, kHalfF = F == DType::F16 || F == DType::BF16;
+        if constexpr (F == DType::F32 && kHalfT) f32_to_half(T, px + b, py + b, e - b);  // vectorized
+        else if constexpr (kHalfF && T == DType::F32) half_to_f32(F, px + b, py + b, e - b);
+        else
+          for (int64_t i = b; i < e; ++i) py[i] = cast_one<F, T>(px[i]);
       });
     });
   });

@@ -27,11 +27,26 @@ void dispatch_numeric(const Node& n, DType t, F&& f) {
   }
 }
 
+/// Converts n contiguous f16 (t == F16) or bf16 (t == BF16) elements to f32 (exact).
+void half_to_f32(DType t, const uint16_t* src, float* dst, int64_t n);
+/// Converts n contiguous f32 elements to f16 or bf16, rounding to nearest even exactly as
+/// f32_to_f16/f32_to_bf16 of ir/dtype.h do (F16C instructions when the target has them).
+void f32_to_half(DType t, const float* src, uint16_t* dst, int64_t n);
+
 /// Runs an f32 kernel on a node whose floating tensors are f16/bf16: converts those inputs
 /// to f32, runs `kernel` on f32 outputs, and rounds them back (nearest even). Inputs and
 /// outputs of other dtypes are passed through. For kernels where the simplicity is worth
 /// the extra copies (normalizations, reductions).
 void run_in_f32(StaticKernelArgs& args, void (*kernel)(StaticKernelArgs&));
+
+/// Runs an f32 kernel on f32 tensors directly and on f16/bf16 tensors through run_in_f32
+/// (one rounding of the f32 result); other dtypes are unsupported.
+void run_floating(StaticKernelArgs& args, void (*kernel)(StaticKernelArgs&));
+
+/// The output positions o in [0, count) whose input position o * stride + offset lies in
+/// [0, size), as [*lo, *hi) (empty when *lo == *hi): the part of a sliding window's row
+/// that reads real input, not padding (conv im2col and the pools).
+void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count, int64_t* lo, int64_t* hi);
 
 /// An N-d loop nest over an output shape with up to 4 operands, each with its own element
 /// strides (0 on broadcast dims). Adjacent dims that are contiguous for every operand are

@@ -62,7 +62,7 @@ void layernorm_f32(StaticKernelArgs& a) {
   int axis = 0;
   normalize_axis(attr_int(a.node, "axis"), x.rank(), &axis);  // validated by inference
   const int64_t rows = product(dims, 0, size_t(axis)), cols = product(dims, size_t(axis), dims.size());
-  const float eps = float(attr_float(a.node, "epsilon"));
+  const double eps = attr_float(a.node, "epsilon");
   // Scale and bias expanded to one value per column (one pass over `cols`, not per row).
   const Shape norm(std::vector<int64_t>(dims.begin() + axis, dims.end()));
   auto expand = [&](const Tensor* t, float fallback) {
@@ -96,7 +96,7 @@ void layernorm_f32(StaticKernelArgs& a) {
         float d = v - mean;
         return d * d;
       });
-      const float rstd = float(1.0 / std::sqrt(ss / double(cols) + double(eps)));
+      const float rstd = float(1.0 / std::sqrt(ss / double(cols) + eps));
       for (int64_t j = 0; j < cols; ++j) yr[j] = fmadd((xr[j] - mean) * rstd, g[j], bt[j]);
     }
   });
@@ -111,8 +111,10 @@ void softmax_row(const float* x, float* y, int64_t n) {
 }
 
 // Softmax over the middle axis of [len, inner] for columns [j0, j0 + w), vectorized across
-// the columns; column sums in double.
+// the columns; column sums in double. The slab [len, w] is read three times, so w is chosen
+// to keep it within kSlabBytes (L2) when len allows.
 constexpr int64_t kColumnTile = 256;
+constexpr int64_t kSlabBytes = 256 << 10;
 void softmax_columns(const float* x, float* y, int64_t len, int64_t inner, int64_t w) {
   float m[kColumnTile];
   double s[kColumnTile];
@@ -156,13 +158,14 @@ void softmax_f32(StaticKernelArgs& a) {
     return;
   }
   // Units of work: (outer index, tile of columns).
-  const int64_t tiles = (inner + kColumnTile - 1) / kColumnTile;
-  const int64_t grain = std::max<int64_t>(1, kElementGrain / (len * std::min(inner, kColumnTile)));
+  const int64_t tile = std::clamp<int64_t>(kSlabBytes / (len * 4) / 16 * 16, 16, kColumnTile);
+  const int64_t tiles = (inner + tile - 1) / tile;
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / (len * std::min(inner, tile)));
   a.parallel.parallel_for(outer * tiles, grain, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t o = u / tiles, j0 = (u % tiles) * kColumnTile;
+      const int64_t o = u / tiles, j0 = (u % tiles) * tile;
       const int64_t off = o * len * inner + j0;
-      softmax_columns(px + off, py + off, len, inner, std::min(kColumnTile, inner - j0));
+      softmax_columns(px + off, py + off, len, inner, std::min(tile, inner - j0));
     }
   });
 }

@@ -12,16 +12,11 @@ namespace fusor {
 
 namespace {
 
+using static_kernels::run_floating;
+using static_kernels::valid_range;
+
 using static_kernels::kElementGrain;
 
-// The output positions o in [0, count) whose input position o * stride + offset lies in
-// [0, size): the range [*lo, *hi) (empty when *lo == *hi).
-void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count, int64_t* lo, int64_t* hi) {
-  int64_t l = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  int64_t h = size - offset <= 0 ? 0 : (size - offset + stride - 1) / stride;
-  *lo = std::min(l, count);
-  *hi = std::clamp(h, *lo, count);
-}
 
 // How many of the window points start + i * dil (i < k) lie in [low, high).
 int64_t count_points(int64_t start, int64_t k, int64_t dil, int64_t low, int64_t high) {
@@ -30,15 +25,6 @@ int64_t count_points(int64_t start, int64_t k, int64_t dil, int64_t low, int64_t
   return c;
 }
 
-using F32Kernel = void (*)(StaticKernelArgs&);
-
-// Runs an f32 kernel on f32 tensors directly and on f16/bf16 tensors through f32 copies.
-void run_floating(StaticKernelArgs& args, F32Kernel kernel) {
-  DType t = args.in(0).dtype();
-  if (t == DType::F32) return kernel(args);
-  if (t != DType::F16 && t != DType::BF16) static_kernels::unsupported_dtype(args.node, t);
-  static_kernels::run_in_f32(args, kernel);
-}
 
 // Both 2-D pools walk the output one row at a time: for each window point (ki, kj) that
 // falls inside the input, a whole output row combines with a shifted (strided) input row, a

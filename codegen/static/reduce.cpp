@@ -1,4 +1,4 @@
-// Static kernels of the reductions: ReduceSum and ReduceMean over any set of axes.
+// Static kernels of the reductions: ReduceSum, ReduceMean and ReduceMax over any set of axes.
 //
 // Note [Reduction plan]
 // The input's dims are canonicalised: size-1 dims dropped, adjacent dims that are both
@@ -12,9 +12,11 @@
 // Segment sizes depend only on the shapes, never on the thread count, so results are
 // bit-identical for every Parallel. Integers accumulate in 64 bits with wrap-around
 // (i32 results wrap modulo 2^32); integer ReduceMean truncates the sum / count toward zero.
-// f16/bf16 run the f32 kernel on converted copies (run_in_f32).
+// f16/bf16 run the f32 kernel on converted copies (run_in_f32). ReduceMax uses the same
+// plan with max in place of + (accumulating in the element type, NaN propagating).
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -70,13 +72,41 @@ int64_t product(const std::vector<Group>& g) {
   return p;
 }
 
-// Accumulation per element type: double for float, wrapping 64-bit for integers.
-template <class T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+enum class Kind { Sum, Mean, Max };
 
-template <class T>
-Acc<T> run_sum(const T* p, int64_t n) {
-  if constexpr (std::is_floating_point_v<T>) {
+// Accumulation per element type: double for float, wrapping 64-bit for integers; the
+// element type itself for max.
+template <class T, Kind K>
+using Acc = std::conditional_t<K == Kind::Max, T, std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>>;
+
+template <class T, Kind K>
+Acc<T, K> identity() {
+  if constexpr (K != Kind::Max) return 0;
+  else if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+  else return std::numeric_limits<T>::lowest();
+}
+
+// Combines two partial results (max propagates NaN).
+template <class T, Kind K>
+Acc<T, K> combine(Acc<T, K> a, Acc<T, K> b) {
+  if constexpr (K != Kind::Max) return a + b;
+  else if constexpr (std::is_floating_point_v<T>) return a != a || b != b ? std::numeric_limits<T>::quiet_NaN() : (a > b ? a : b);
+  else return a > b ? a : b;
+}
+
+template <class T, Kind K>
+Acc<T, K> run_reduce(const T* p, int64_t n) {
+  if constexpr (K == Kind::Max) {
+    if constexpr (std::is_floating_point_v<T>) {
+      int64_t nans = 0;
+      for (int64_t i = 0; i < n; ++i) nans += p[i] != p[i];
+      return nans ? std::numeric_limits<T>::quiet_NaN() : max_f32(p, n);
+    } else {
+      T m = std::numeric_limits<T>::lowest();
+      for (int64_t i = 0; i < n; ++i) m = p[i] > m ? p[i] : m;
+      return m;
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
     return sum_f32(p, n);
   } else {
     uint64_t s = 0;
@@ -85,21 +115,24 @@ Acc<T> run_sum(const T* p, int64_t n) {
   }
 }
 
-template <class T>
-void column_add(Acc<T>* acc, const T* p, int64_t w) {
+template <class T, Kind K>
+void column_accumulate(Acc<T, K>* acc, const T* p, int64_t w) {
   for (int64_t j = 0; j < w; ++j) {
-    if constexpr (std::is_floating_point_v<T>) acc[j] += double(p[j]);
+    if constexpr (K == Kind::Max) acc[j] = combine<T, K>(acc[j], p[j]);
+    else if constexpr (std::is_floating_point_v<T>) acc[j] += double(p[j]);
     else acc[j] += uint64_t(int64_t(p[j]));
   }
 }
 
-template <class T>
-T finish(Acc<T> s, int64_t count, bool mean) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return T(mean ? s / double(count) : s);
+template <class T, Kind K>
+T finish(Acc<T, K> s, int64_t count) {
+  if constexpr (K == Kind::Max) {
+    return s;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return T(K == Kind::Mean ? s / double(count) : s);
   } else {
     const int64_t v = int64_t(s);  // modular (C++20)
-    return T(mean ? v / count : v);
+    return T(K == Kind::Mean ? v / count : v);
   }
 }
 
@@ -116,19 +149,18 @@ struct ReducePlan {
   const T* x;
   T* y;
   int64_t count;  // elements per output
-  bool mean;
   Parallel& parallel;
 };
 
 // Innermost group reduced: y[o] = sum over outer reduced combos of contiguous runs of rin.
-template <class T>
+template <class T, Kind K>
 void reduce_rows(const ReducePlan<T>& p, const std::vector<Group>& kept, const std::vector<Group>& outer_red,
                  int64_t rin) {
   const int64_t outs = product(kept), total = product(outer_red) * rin;
   int64_t segs = segments_for(outs, total);
   const int64_t seg = ceil_div(total, segs);
   segs = ceil_div(total, seg);
-  std::vector<Acc<T>> partial(size_t(segs > 1 ? outs * segs : 0));
+  std::vector<Acc<T, K>> partial(size_t(segs > 1 ? outs * segs : 0));
   const int64_t grain = std::max<int64_t>(1, kElementGrain / seg);
   p.parallel.parallel_for(outs * segs, grain, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
@@ -138,28 +170,28 @@ void reduce_rows(const ReducePlan<T>& p, const std::vector<Group>& kept, const s
       const int64_t f1 = std::min(total, f + seg);
       GroupCursor combo(outer_red, f / rin);
       int64_t col = f % rin;
-      Acc<T> acc = 0;
+      Acc<T, K> acc = identity<T, K>();
       while (f < f1) {
         const int64_t n = std::min(rin - col, f1 - f);
-        acc += run_sum(p.x + base + combo.offset() + col, n);
+        acc = combine<T, K>(acc, run_reduce<T, K>(p.x + base + combo.offset() + col, n));
         f += n;
         col = 0;
         combo.next();
       }
-      if (segs == 1) p.y[o] = finish<T>(acc, p.count, p.mean);
+      if (segs == 1) p.y[o] = finish<T, K>(acc, p.count);
       else partial[size_t(u)] = acc;
     }
   });
   for (int64_t o = 0; segs > 1 && o < outs; ++o) {
-    Acc<T> acc = 0;
-    for (int64_t s = 0; s < segs; ++s) acc += partial[size_t(o * segs + s)];
-    p.y[o] = finish<T>(acc, p.count, p.mean);
+    Acc<T, K> acc = identity<T, K>();
+    for (int64_t s = 0; s < segs; ++s) acc = combine<T, K>(acc, partial[size_t(o * segs + s)]);
+    p.y[o] = finish<T, K>(acc, p.count);
   }
 }
 
 // Innermost group kept (kin contiguous columns): y[oo, j] = sum over reduced combos of
 // x[oo, combo, j], tiles of columns accumulated in double.
-template <class T>
+template <class T, Kind K>
 void reduce_columns(const ReducePlan<T>& p, const std::vector<Group>& kept_outer, const std::vector<Group>& red,
                     int64_t kin) {
   const int64_t oo_count = product(kept_outer), combos = product(red);
@@ -167,21 +199,21 @@ void reduce_columns(const ReducePlan<T>& p, const std::vector<Group>& kept_outer
   int64_t segs = segments_for(base_units, combos * std::min(kin, kColumnTile));
   const int64_t seg = ceil_div(combos, segs);
   segs = ceil_div(combos, seg);
-  std::vector<Acc<T>> partial(size_t(segs > 1 ? segs * oo_count * kin : 0));
+  std::vector<Acc<T, K>> partial(size_t(segs > 1 ? segs * oo_count * kin : 0));
   const int64_t grain = std::max<int64_t>(1, kElementGrain / (seg * std::min(kin, kColumnTile)));
   p.parallel.parallel_for(base_units * segs, grain, [&](int64_t u0, int64_t u1) {
-    Acc<T> acc[kColumnTile];
+    Acc<T, K> acc[kColumnTile];
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t s = u / base_units, bu = u % base_units, oo = bu / tiles;
       const int64_t j0 = (bu % tiles) * kColumnTile, w = std::min(kColumnTile, kin - j0);
       const int64_t base = GroupCursor(kept_outer, oo).offset() + j0;
-      std::fill(acc, acc + w, Acc<T>(0));
+      std::fill(acc, acc + w, identity<T, K>());
       const int64_t c1 = std::min(combos, (s + 1) * seg);
       GroupCursor combo(red, s * seg);
-      for (int64_t c = s * seg; c < c1; ++c, combo.next()) column_add<T>(acc, p.x + base + combo.offset(), w);
+      for (int64_t c = s * seg; c < c1; ++c, combo.next()) column_accumulate<T, K>(acc, p.x + base + combo.offset(), w);
       const int64_t out = oo * kin + j0;
       if (segs == 1) {
-        for (int64_t j = 0; j < w; ++j) p.y[out + j] = finish<T>(acc[j], p.count, p.mean);
+        for (int64_t j = 0; j < w; ++j) p.y[out + j] = finish<T, K>(acc[j], p.count);
       } else {
         std::copy(acc, acc + w, partial.begin() + (s * oo_count * kin + out));
       }
@@ -191,16 +223,16 @@ void reduce_columns(const ReducePlan<T>& p, const std::vector<Group>& kept_outer
     const int64_t outs = oo_count * kin;
     p.parallel.parallel_for(outs, kElementGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        Acc<T> acc = 0;
-        for (int64_t s = 0; s < segs; ++s) acc += partial[size_t(s * outs + i)];
-        p.y[i] = finish<T>(acc, p.count, p.mean);
+        Acc<T, K> acc = identity<T, K>();
+        for (int64_t s = 0; s < segs; ++s) acc = combine<T, K>(acc, partial[size_t(s * outs + i)]);
+        p.y[i] = finish<T, K>(acc, p.count);
       }
     });
   }
 }
 
-template <class T>
-void reduce_typed(StaticKernelArgs& a, bool mean) {
+template <class T, Kind K>
+void reduce_typed(StaticKernelArgs& a) {
   const Tensor& x = a.in(0);
   Tensor& y = a.out();
   if (y.numel() == 0) return;
@@ -233,35 +265,34 @@ void reduce_typed(StaticKernelArgs& a, bool mean) {
     dst.insert(dst.begin(), Group{sizes[i], stride});
     stride *= sizes[i];
   }
-  const ReducePlan<T> plan{px, py, x.numel() / y.numel(), mean, a.parallel};
+  const ReducePlan<T> plan{px, py, x.numel() / y.numel(), a.parallel};
   if (reduced.back()) {
     const int64_t rin = red.back().size;
     red.pop_back();
-    reduce_rows(plan, kept, red, rin);
+    reduce_rows<T, K>(plan, kept, red, rin);
   } else {
     const int64_t kin = kept.back().size;
     kept.pop_back();
-    reduce_columns(plan, kept, red, kin);
+    reduce_columns<T, K>(plan, kept, red, kin);
   }
 }
 
-void reduce_kernel(StaticKernelArgs& a, bool mean) {
+template <Kind K>
+void reduce_kernel(StaticKernelArgs& a) {
   switch (a.in(0).dtype()) {
-    case DType::F32: reduce_typed<float>(a, mean); return;
-    case DType::I32: reduce_typed<int32_t>(a, mean); return;
-    case DType::I64: reduce_typed<int64_t>(a, mean); return;
+    case DType::F32: reduce_typed<float, K>(a); return;
+    case DType::I32: reduce_typed<int32_t, K>(a); return;
+    case DType::I64: reduce_typed<int64_t, K>(a); return;
     case DType::F16:
-    case DType::BF16:
-      run_in_f32(a, mean ? +[](StaticKernelArgs& s) { reduce_typed<float>(s, true); }
-                         : +[](StaticKernelArgs& s) { reduce_typed<float>(s, false); });
-      return;
+    case DType::BF16: run_in_f32(a, +[](StaticKernelArgs& s) { reduce_typed<float, K>(s); }); return;
     default: unsupported_dtype(a.node, a.in(0).dtype());
   }
 }
 
 }  // namespace
 
-void run_ReduceMean(StaticKernelArgs& a) { reduce_kernel(a, true); }
-void run_ReduceSum(StaticKernelArgs& a) { reduce_kernel(a, false); }
+void run_ReduceMean(StaticKernelArgs& a) { reduce_kernel<Kind::Mean>(a); }
+void run_ReduceSum(StaticKernelArgs& a) { reduce_kernel<Kind::Sum>(a); }
+void run_ReduceMax(StaticKernelArgs& a) { reduce_kernel<Kind::Max>(a); }
 
 }  // namespace fusor

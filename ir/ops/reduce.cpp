@@ -1,4 +1,4 @@
-// Schemas of the reductions: ReduceMean and ReduceSum over any set of axes. Axes come from
+// Schemas of the reductions: ReduceMean, ReduceSum and ReduceMax over any set of axes. Axes come from
 // the `axes` attribute (opset 13 ReduceMean) or a constant second input (opset 13 ReduceSum,
 // opset 18 both); either form is accepted for both ops.
 #include "ir/op_schema.h"
@@ -20,8 +20,9 @@ void infer_reduce(InferContext& ctx) {
     bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
     if (!reduced) out.push_back(x[i]);
     else if (keep) out.push_back(1);
-    if (reduced && x[i] == 0 && ctx.node().op == OpKind::ReduceMean)
-      ctx.fail(ErrorCode::ShapeMismatch, "mean over an empty axis ", i, " of ", ctx.describe_input(0));
+    if (reduced && x[i] == 0 && ctx.node().op != OpKind::ReduceSum)
+      ctx.fail(ErrorCode::ShapeMismatch, op_name(ctx.node().op), " over an empty axis ", i, " of ",
+               ctx.describe_input(0), " has no value");
   }
   ctx.set_output(0, ctx.input(0).dtype, Shape(std::move(out)));
 }
@@ -34,5 +35,6 @@ const std::vector<AttrSpec> kReduceAttrs = {{"axes", AttrType::Ints, false, std:
 
 const OpSchema kReduceMeanSchema{"ReduceMean", 1, 2, 1, kReduceAttrs, nullptr, infer_reduce};
 const OpSchema kReduceSumSchema{"ReduceSum", 1, 2, 1, kReduceAttrs, nullptr, infer_reduce};
+const OpSchema kReduceMaxSchema{"ReduceMax", 1, 2, 1, kReduceAttrs, nullptr, infer_reduce};
 
 }  // namespace fusor

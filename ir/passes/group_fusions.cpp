@@ -18,7 +18,7 @@ namespace fusor {
 //  2. Attention: MatMul(Q, K) -> pointwise ops of the scores' shape (scale, mask) ->
 //     Softmax over the last axis -> MatMul(P, V), every intermediate with one consumer,
 //     is one group; the T×T scores never reach memory in a kernel made for it.
-//  3. A row reduction (Softmax, LayerNormalization, ReduceMean/ReduceSum over trailing
+//  3. A row reduction (Softmax, LayerNormalization, ReduceMean/Sum/Max over trailing
 //     axes) takes its pointwise prologue: producers of its data input whose output has the
 //     reduction input's shape and is consumed only there (scale + mask + softmax, residual
 //     add + layernorm), recursively.
@@ -131,7 +131,7 @@ class Grouper {
 
 bool Grouper::is_row_reduction(const Node& n) const {
   if (n.op == OpKind::Softmax || n.op == OpKind::LayerNormalization) return true;
-  if (n.op != OpKind::ReduceMean && n.op != OpKind::ReduceSum) return false;
+  if (n.op != OpKind::ReduceMean && n.op != OpKind::ReduceSum && n.op != OpKind::ReduceMax) return false;
   const Shape& x = shape(n.inputs[0]);
   const Tensor* axes_in = n.inputs.size() > 1 && n.inputs[1] != kNoValue ? g_.constant_data(n.inputs[1]) : nullptr;
   if (n.inputs.size() > 1 && n.inputs[1] != kNoValue && !axes_in) return false;
@@ -446,7 +446,8 @@ GroupKind op_group_kind(OpKind op) {
     case OpKind::Softmax:
     case OpKind::LayerNormalization:
     case OpKind::ReduceMean:
-    case OpKind::ReduceSum: return GroupKind::Reduction;
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMax: return GroupKind::Reduction;
     default: return GroupKind::Opaque;
   }
 }

@@ -155,6 +155,10 @@ TEST_SUITE("ir/shape_inference") {
     CHECK(error_of([] { infer(OpKind::ReduceSum, {f32({2, 3})}, {{"axes", std::vector<int64_t>{1, -1}}}); }) ==
           ErrorCode::InvalidGraph);
     CHECK(error_of([] { infer(OpKind::ReduceSum, {f32({2, 3}), f32({1})}); }) == ErrorCode::Unsupported);
+    CHECK(infer(OpKind::ReduceMax, {f32({2, 3, 4})}, {{"axes", std::vector<int64_t>{1}}}) == f32({2, 1, 4}));
+    CHECK(infer(OpKind::ReduceSum, {f32({2, 0})}, {{"axes", std::vector<int64_t>{1}}}) == f32({2, 1}));
+    CHECK(error_of([] { infer(OpKind::ReduceMax, {f32({2, 0})}, {{"axes", std::vector<int64_t>{1}}}); }) ==
+          ErrorCode::ShapeMismatch);
   }
 
   TEST_CASE("pools") {

@@ -119,6 +119,7 @@ const std::map<std::string, std::string> kOpLines = {
     {"Softmax", "softmax = Softmax(x) {axis=1}"},
     {"ReduceMean", "reducemean = ReduceMean(x) {axes=[2, 3], keepdims=1}"},
     {"ReduceSum", "reducesum = ReduceSum(x, red_axes) {keepdims=0}"},
+    {"ReduceMax", "reducemax = ReduceMax(x) {axes=[-1], keepdims=1}"},
     {"MaxPool", "maxpool = MaxPool(x) {ceil_mode=1, kernel_shape=[3, 3], strides=[2, 2]}"},
     {"AveragePool", "averagepool = AveragePool(x) {count_include_pad=1, kernel_shape=[3, 3], pads=[1, 1, 1, 1]}"},
     {"GlobalAveragePool", "globalaveragepool = GlobalAveragePool(x)"},

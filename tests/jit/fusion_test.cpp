@@ -121,7 +121,7 @@ input mask: f32[1, 1, 9]
 const scale: f32[] = [0.3]
 xs = Mul(x, scale)
 xm = Add(xs, mask)
-m = ReduceMean(xm) {axes=[-1]}
+m = ReduceMax(xm) {axes=[-1]}
 d = Sub(xm, m)
 e = Exp(d)
 s = ReduceSum(e) {axes=[-1]}

@@ -282,15 +282,22 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool
   const Shape out_shape(out_dims);
   const int64_t outs = out_shape.numel();
   const int64_t count = outs == 0 ? 0 : x.numel() / outs;
-  std::vector<double> fsum(size_t(outs), 0.0);
-  std::vector<int64_t> isum(size_t(outs), 0);
+  const bool max = op == OpKind::ReduceMax;
+  std::vector<double> fsum(size_t(outs), max ? -INFINITY : 0.0);
+  std::vector<int64_t> isum(size_t(outs), max ? INT64_MIN : 0);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const std::vector<int64_t> idx = unflatten(x.shape(), i);
     int64_t o = 0;
     for (int k = 0; k < x.rank(); ++k)
       if (!reduced[size_t(k)]) o = o * x.shape().dims()[size_t(k)] + idx[size_t(k)];
-    if (is_int(x.dtype())) isum[size_t(o)] = int64_t(uint64_t(isum[size_t(o)]) + uint64_t(iget(x, i)));
-    else fsum[size_t(o)] += x.at(i);
+    if (max) {
+      if (is_int(x.dtype())) isum[size_t(o)] = std::max(isum[size_t(o)], iget(x, i));
+      else fsum[size_t(o)] = std::isnan(fsum[size_t(o)]) || std::isnan(x.at(i)) ? NAN : std::max(fsum[size_t(o)], x.at(i));
+    } else if (is_int(x.dtype())) {
+      isum[size_t(o)] = int64_t(uint64_t(isum[size_t(o)]) + uint64_t(iget(x, i)));
+    } else {
+      fsum[size_t(o)] += x.at(i);
+    }
   }
   Tensor out = Tensor::empty(x.dtype(), out_shape);
   const bool mean = op == OpKind::ReduceMean;

@@ -43,7 +43,7 @@ Tensor layernorm(const Tensor& x, const Tensor& scale, const Tensor& bias, int64
 /// Softmax along axis (max-subtracted, in double).
 Tensor softmax(const Tensor& x, int64_t axis);
 
-/// ReduceSum / ReduceMean over `axes` (possibly negative; empty means all axes unless
+/// ReduceSum / ReduceMean / ReduceMax over `axes` (possibly negative; empty means all axes unless
 /// noop_with_empty_axes). Integer means truncate toward zero.
 Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
               bool noop_with_empty_axes = false);

@@ -1,4 +1,4 @@
-// Static ReduceSum / ReduceMean kernels against the double-precision reference: every axis
+// Static ReduceSum / ReduceMean / ReduceMax kernels against the double-precision reference: every axis
 // subset of ranks 0..4 (row, column, middle and interleaved reductions), negative axes,
 // keepdims 0/1, empty axes with and without noop_with_empty_axes, axes as attribute or
 // constant input; serial and on a 4-thread pool; f32 / f16 / bf16 / i32 / i64.
@@ -74,7 +74,7 @@ TEST_SUITE("static/reduce") {
     const std::vector<DType> dtypes = {DType::F32, DType::I32, DType::I64, DType::F16, DType::BF16};
     std::vector<int64_t> sizes = test::sizes_around(8);
     for (int64_t v : test::sizes_around(16)) sizes.push_back(v);
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean}) {
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax}) {
       for (DType t : dtypes) {
         for (int64_t n : sizes) {
           const std::vector<Shape> shapes = {{n}, {3, n}, {n, 5}, {2, n, 3}, {2, 3, 1, n}};
@@ -90,7 +90,7 @@ TEST_SUITE("static/reduce") {
   }
 
   TEST_CASE("rank 0 and empty axes") {
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean}) {
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax}) {
       const Tensor s = test::randn({}, 1);
       check_reduce(op, DType::F32, s, {}, true, false);
       check_reduce(op, DType::F32, s, {}, false, false);
@@ -115,7 +115,7 @@ TEST_SUITE("static/reduce") {
         {{16, 500, 9, 40}, {0, 2}},     // interleaved, innermost kept
         {{3, 1, 700, 1, 90}, {0, 2}},   // size-1 dims between groups
     };
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean})
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax})
       for (DType t : {DType::F32, DType::I64})
         for (const auto& [shape, axes] : cases) check_reduce(op, t, input(t, shape, seed++), axes, true, false);
   }
@@ -152,5 +152,15 @@ TEST_SUITE("static/reduce") {
     CHECK(s.data<int32_t>()[0] == -2147483647 - 1);
     const Tensor m = test::run_static_op(OpKind::ReduceMean, {x}, {{"axes", std::vector<int64_t>{1}}})[0];
     CHECK(m.data<int32_t>()[1] == -2);  // -7 / 3 truncates toward zero
+  }
+}
+
+TEST_SUITE("static/reduce") {
+  TEST_CASE("ReduceMax propagates NaN and handles infinities") {
+    const Tensor x = test::make(DType::F32, {3, 4}, {1, NAN, 3, 2, -INFINITY, -5, -7, -INFINITY, INFINITY, 0, 1, 2});
+    const Tensor y = test::run_static_op(OpKind::ReduceMax, {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", 0}})[0];
+    CHECK(std::isnan(y.at(0)));
+    CHECK(y.at(1) == -5);
+    CHECK(y.at(2) == INFINITY);
   }
 }

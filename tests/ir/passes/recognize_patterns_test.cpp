@@ -113,6 +113,11 @@ output y
                       &log, &before);
     // The shift's producer stays until dead-code elimination removes it.
     FUSOR_CHECK_GOLDEN(before, after, std::string("m = ReduceMean(x)\ny = Softmax(x)\noutput y"));
+    after = recognize(std::string(kConsts) +
+                          "m = ReduceMax(x) {axes=[1]}\nd = Sub(x, m)\ne = Exp(d)\ns = ReduceSum(e) {axes=[1]}\n"
+                          "y = Div(e, s)\noutput y\n",
+                      &log, &before);
+    FUSOR_CHECK_GOLDEN(before, after, std::string("m = ReduceMax(x)\ny = Softmax(x)\noutput y"));
   }
 
   TEST_CASE("a softmax sum over a different axis than the division is not matched") {
