@@ -257,3 +257,43 @@ TEST_SUITE("ir/passes/explain") {
     CHECK(text.find("10 unfused -> 3 fused") != std::string::npos);
   }
 }
+
+TEST_SUITE("ir/passes/group_fusions") {
+  TEST_CASE("a BatchNorm that cannot fold joins the epilogue as a scale and shift") {
+    // The weight is a graph input, so the BN stays; it is pointwise per channel and the
+    // conv's epilogue applies it before the ReLU.
+    const char* text = R"(
+graph g
+input x: f32[1, 4, 6, 6]
+input w: f32[4, 4, 3, 3]
+const g1: f32[4] = uniform(seed=4, low=0.5, high=1.5)
+const be: f32[4] = randn(seed=5, std=0.1)
+const mu: f32[4] = randn(seed=6, std=0.1)
+const va: f32[4] = uniform(seed=7, low=0.5, high=1.5)
+c = Conv(x, w) {pads=[1, 1, 1, 1]}
+n = BatchNormalization(c, g1, be, mu, va)
+y = Relu(n)
+output y
+)";
+    FusedGraph f;
+    std::string got = groups_of(text, {}, &f);
+    FUSOR_CHECK_GOLDEN(text, got, std::string("contraction conv+batchnormalization+relu: c n y\n"));
+    bool logged = false;
+    for (const DeclinedFusion& d : f.log.declined) logged |= d.reason.find("not a constant") != std::string::npos;
+    CHECK(logged);
+  }
+
+  TEST_CASE("gemm + bias + relu is one contraction group") {
+    const char* text = R"(
+graph g
+input x: f32[5, 8]
+const w: f32[6, 8] = randn(seed=1, std=0.2)
+const b: f32[6] = randn(seed=2, std=0.1)
+m = Gemm(x, w) {transB=1}
+a = Add(m, b)
+y = Relu(a)
+output y
+)";
+    FUSOR_CHECK_GOLDEN(text, groups_of(text, {}), std::string("contraction gemm+add+relu: m a y\n"));
+  }
+}
