@@ -9,6 +9,7 @@
 #include "ir/passes/explain.h"
 #include "ir/passes/pipeline.h"
 #include "ir/verifier.h"
+#include "jit/arena.h"
 #include "jit/thread_pool.h"
 
 namespace fusor {
@@ -41,7 +42,40 @@ struct Plan {
   std::vector<int> uses;              // per value: reads by nodes in `order`
   std::vector<char> is_output;        // per value
   std::vector<char> is_alias;         // per node: runs as a zero-copy reshape
+  std::vector<int64_t> arena_offset;  // per value: its place in the run's arena, or -1
+  int64_t arena_bytes = 0;
 };
+
+// Lays the plan's intermediates out in one arena by liveness (jit/arena.h). A value lives
+// from the step that writes it to the last step that reads it or any reshape view of it;
+// graph outputs and views are not placed (outputs go to the caller, views alias).
+void plan_arena(Plan& plan, const Graph& g, const std::vector<TensorType>& types) {
+  size_t nv = g.values().size();
+  std::vector<ValueId> root(nv);
+  for (size_t v = 0; v < nv; ++v) root[v] = ValueId(v);
+  std::vector<int> first(nv, -1), last(nv, -1);
+  for (size_t step = 0; step < plan.order.size(); ++step) {
+    const Node& n = g.node(plan.order[step]);
+    if (plan.is_alias[size_t(plan.order[step])]) root[size_t(n.outputs[0])] = root[size_t(n.inputs[0])];
+    for (ValueId v : n.inputs)
+      if (v != kNoValue) last[size_t(root[size_t(v)])] = int(step);
+    for (ValueId o : n.outputs)
+      if (first[size_t(o)] < 0) first[size_t(o)] = int(step);
+  }
+  std::vector<ArenaItem> items;
+  std::vector<ValueId> placed;
+  for (size_t v = 0; v < nv; ++v) {
+    if (root[v] != ValueId(v) || plan.is_output[v] || g.values()[v].kind != ValueKind::NodeOutput || first[v] < 0)
+      continue;
+    int64_t bytes = types[v].shape.numel() * int64_t(dtype_size(types[v].dtype));
+    items.push_back(ArenaItem{bytes, first[v], std::max(first[v], last[v])});
+    placed.push_back(ValueId(v));
+  }
+  std::vector<int64_t> offsets;
+  plan.arena_bytes = layout_arena(items, &offsets);
+  plan.arena_offset.assign(nv, -1);
+  for (size_t i = 0; i < placed.size(); ++i) plan.arena_offset[size_t(placed[i])] = offsets[i];
+}
 
 FusionOptions effective_fusion(const EngineOptions& o) {
   if (o.fuse) return o.fusion;
@@ -122,13 +156,32 @@ struct Engine::Impl {
       bool reshape_like = op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
       plan->is_alias[i] = reshape_like && !plan->is_output[size_t(fg.nodes()[i].outputs[0])];
     }
+    plan_arena(*plan, fg, plan->fused.types);
     return plan;
   }
 
   EngineOptions options;
   ThreadPool pool;
   KeyedCache<PlanKey, Plan, PlanKeyHash> plans;
+  ArenaPool arenas;
 };
+
+namespace {
+// Holds a run's arena and gives it back to the pool however the run ends.
+class ArenaLease {
+ public:
+  ArenaLease(ArenaPool& pool, int64_t bytes) : pool_(pool), bytes_(bytes), block_(bytes ? pool.acquire(bytes) : nullptr) {}
+  ~ArenaLease() {
+    if (block_) pool_.release(std::move(block_), bytes_);
+  }
+  char* base() const { return static_cast<char*>(block_.get()); }
+
+ private:
+  ArenaPool& pool_;
+  int64_t bytes_;
+  std::shared_ptr<void> block_;
+};
+}  // namespace
 
 Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(options)) {}
 Engine::~Engine() = default;
@@ -163,8 +216,13 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
   const Graph& g = plan->fused.graph;
   const std::vector<TensorType>& types = plan->fused.types;
 
-  // Every value's tensor; intermediates are released after their last use.
+  // Every value's tensor: intermediates live in this run's arena (their memory is reused
+  // by later values once dead), outputs are allocated for the caller.
+  ArenaLease arena(impl_->arenas, plan->arena_bytes);
   std::vector<Tensor> values(g.values().size());
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (plan->arena_offset[v] >= 0)
+      values[v] = Tensor::borrow(arena.base() + plan->arena_offset[v], types[v].dtype, types[v].shape);
   std::vector<int> uses = plan->uses;
   for (size_t i = 0; i < g.inputs().size(); ++i) values[size_t(g.inputs()[i])] = *feeds[i];
   for (size_t v = 0; v < g.values().size(); ++v)

@@ -196,6 +196,31 @@ void binary_run_half(uint16_t* y, const uint16_t* a, int64_t sa, const uint16_t*
   }
 }
 
+// Calls native(T{}) for f32 (and i32/i64 when kInts) or half(integral_constant<DType, D>)
+// for f16/bf16; any other dtype is unsupported.
+template <bool kInts, class Native, class Half>
+void dispatch_arith(const Node& node, DType t, Native&& native, Half&& half) {
+  switch (t) {
+    case DType::F32: native(float{}); return;
+    case DType::F16: half(std::integral_constant<DType, DType::F16>{}); return;
+    case DType::BF16: half(std::integral_constant<DType, DType::BF16>{}); return;
+    case DType::I32:
+      if constexpr (kInts) {
+        native(int32_t{});
+        return;
+      }
+      break;
+    case DType::I64:
+      if constexpr (kInts) {
+        native(int64_t{});
+        return;
+      }
+      break;
+    default: break;
+  }
+  unsupported_dtype(node, t);
+}
+
 // y = op(a, b) with a and b broadcast to y's shape. `a` may be y itself (in-place passes of
 // the variadic ops), which is safe since each output element reads only its own position.
 template <bool kInts, class Op>
@@ -222,25 +247,7 @@ void binary_kernel(StaticKernelArgs& args, const Tensor& a, const Tensor& b, Op 
       binary_run_half<D>(py + off[0] + col, pa + off[1] + col * sa, sa, pb + off[2] + col * sb, sb, n, op);
     });
   };
-  switch (y.dtype()) {
-    case DType::F32: native(float{}); return;
-    case DType::F16: half(std::integral_constant<DType, DType::F16>{}); return;
-    case DType::BF16: half(std::integral_constant<DType, DType::BF16>{}); return;
-    case DType::I32:
-      if constexpr (kInts) {
-        native(int32_t{});
-        return;
-      }
-      break;
-    case DType::I64:
-      if constexpr (kInts) {
-        native(int64_t{});
-        return;
-      }
-      break;
-    default: break;
-  }
-  unsupported_dtype(args.node, y.dtype());
+  dispatch_arith<kInts>(args.node, y.dtype(), native, half);
 }
 
 // Max/Min over 1..N inputs: out = op(in0, in1), then out = op(out, in_k) in place.
@@ -313,25 +320,7 @@ void unary_kernel(StaticKernelArgs& args, F f) {
     args.parallel.parallel_for(x.numel(), kElementGrain,
                                [&](int64_t b, int64_t e) { unary_run_half<D>(px + b, py + b, e - b, f); });
   };
-  switch (x.dtype()) {
-    case DType::F32: native(float{}); return;
-    case DType::F16: half(std::integral_constant<DType, DType::F16>{}); return;
-    case DType::BF16: half(std::integral_constant<DType, DType::BF16>{}); return;
-    case DType::I32:
-      if constexpr (kInts) {
-        native(int32_t{});
-        return;
-      }
-      break;
-    case DType::I64:
-      if constexpr (kInts) {
-        native(int64_t{});
-        return;
-      }
-      break;
-    default: break;
-  }
-  unsupported_dtype(args.node, x.dtype());
+  dispatch_arith<kInts>(args.node, x.dtype(), native, half);
 }
 
 struct ReluOp {

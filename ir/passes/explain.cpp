@@ -1,28 +1,13 @@
 #include "ir/passes/explain.h"
 
+#include "ir/json.h"
+
 #include <cstdio>
 #include <sstream>
 
 namespace fusor {
 
 namespace {
-
-std::string json_str(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
 
 std::string mib(int64_t bytes) {
   char buf[32];
@@ -67,10 +52,10 @@ std::string explain_text(const FusedGraph& f, const DimBindings& dims) {
 std::string explain_json(const FusedGraph& f, const DimBindings& dims) {
   std::ostringstream os;
   const Graph& g = f.graph;
-  os << "{\"graph\": " << json_str(g.name()) << ", \"dims\": {";
+  os << "{\"graph\": " << json_string(g.name()) << ", \"dims\": {";
   bool first = true;
   for (const auto& [k, v] : dims) {
-    os << (first ? "" : ", ") << json_str(k) << ": " << v;
+    os << (first ? "" : ", ") << json_string(k) << ": " << v;
     first = false;
   }
   os << "}, \"kernels_before\": " << f.kernels_before << ", \"kernels_after\": " << f.kernels_after()
@@ -79,32 +64,32 @@ std::string explain_json(const FusedGraph& f, const DimBindings& dims) {
      << ", \"intermediate_bytes_after\": " << f.intermediate_bytes_after() << ", \"passes\": [";
   for (size_t i = 0; i < f.log.applied.size(); ++i) {
     const PassNote& n = f.log.applied[i];
-    os << (i ? ", " : "") << "{\"pass\": " << json_str(n.pass) << ", \"node\": " << json_str(n.node)
-       << ", \"message\": " << json_str(n.message) << "}";
+    os << (i ? ", " : "") << "{\"pass\": " << json_string(n.pass) << ", \"node\": " << json_string(n.node)
+       << ", \"message\": " << json_string(n.message) << "}";
   }
   os << "], \"groups\": [";
   for (size_t i = 0; i < f.groups.size(); ++i) {
     const FusionGroup& grp = f.groups[i];
-    os << (i ? ", " : "") << "{\"kind\": " << json_str(std::string(group_kind_name(grp.kind)))
-       << ", \"pattern\": " << json_str(grp.pattern) << ", \"ops\": [";
+    os << (i ? ", " : "") << "{\"kind\": " << json_string(std::string(group_kind_name(grp.kind)))
+       << ", \"pattern\": " << json_string(grp.pattern) << ", \"ops\": [";
     for (size_t k = 0; k < grp.nodes.size(); ++k) {
       const Node& n = g.node(grp.nodes[k]);
-      os << (k ? ", " : "") << "{\"name\": " << json_str(n.name) << ", \"op\": " << json_str(std::string(op_name(n.op)))
+      os << (k ? ", " : "") << "{\"name\": " << json_string(n.name) << ", \"op\": " << json_string(std::string(op_name(n.op)))
          << "}";
     }
     os << "], \"inputs\": [";
-    for (size_t k = 0; k < grp.inputs.size(); ++k) os << (k ? ", " : "") << json_str(g.value(grp.inputs[k]).name);
+    for (size_t k = 0; k < grp.inputs.size(); ++k) os << (k ? ", " : "") << json_string(g.value(grp.inputs[k]).name);
     os << "], \"outputs\": [";
     for (size_t k = 0; k < grp.outputs.size(); ++k)
-      os << (k ? ", " : "") << "{\"name\": " << json_str(g.value(grp.outputs[k]).name)
-         << ", \"type\": " << json_str(f.types[size_t(grp.outputs[k])].str()) << "}";
+      os << (k ? ", " : "") << "{\"name\": " << json_string(g.value(grp.outputs[k]).name)
+         << ", \"type\": " << json_string(f.types[size_t(grp.outputs[k])].str()) << "}";
     os << "]}";
   }
   os << "], \"declined\": [";
   for (size_t i = 0; i < f.log.declined.size(); ++i) {
     const DeclinedFusion& d = f.log.declined[i];
-    os << (i ? ", " : "") << "{\"producer\": " << json_str(d.producer) << ", \"consumer\": " << json_str(d.consumer)
-       << ", \"reason\": " << json_str(d.reason) << ", \"detail\": " << json_str(d.detail) << "}";
+    os << (i ? ", " : "") << "{\"producer\": " << json_string(d.producer) << ", \"consumer\": " << json_string(d.consumer)
+       << ", \"reason\": " << json_string(d.reason) << ", \"detail\": " << json_string(d.detail) << "}";
   }
   os << "]}";
   return os.str();

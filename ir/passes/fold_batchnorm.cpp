@@ -76,6 +76,63 @@ std::string why_not(const Graph& g, const Node& p, const Node& bn, const std::ve
   }
 }
 
+// The producer's folded weight and its folded bias (Conv, MatMul) or C' (Gemm).
+struct Folded {
+  Tensor weight, bias;
+};
+
+Folded fold(const Graph& g, const Node& p, const BnParams& bn) {
+  int64_t channels = int64_t(bn.scale.size());
+  Tensor w = g.constant_data(p.inputs[1])->clone();
+  auto optional_input = [&](size_t i) {
+    return p.inputs.size() > i && p.inputs[i] != kNoValue ? g.constant_data(p.inputs[i]) : nullptr;
+  };
+  if (p.op == OpKind::Conv) {
+    // W[m, ...] *= s[m];  b'[m] = b[m] * s[m] + shift[m]  (b = 0 when absent).
+    const Tensor* b = optional_input(2);
+    int64_t per = w.numel() / channels;
+    Tensor nb = Tensor::empty(w.dtype(), Shape{channels});
+    for (int64_t m = 0; m < channels; ++m) {
+      for (int64_t k = 0; k < per; ++k) w.set(m * per + k, w.at(m * per + k) * bn.scale[size_t(m)]);
+      nb.set(m, (b ? b->at(m) : 0.0) * bn.scale[size_t(m)] + bn.shift[size_t(m)]);
+    }
+    return {std::move(w), std::move(nb)};
+  }
+  if (p.op == OpKind::MatMul) {
+    // W[k, c] *= s[c]; the shift becomes a bias Add.
+    int64_t k_dim = w.shape()[0];
+    Tensor nb = Tensor::empty(w.dtype(), Shape{channels});
+    for (int64_t k = 0; k < k_dim; ++k)
+      for (int64_t c = 0; c < channels; ++c) w.set(k * channels + c, w.at(k * channels + c) * bn.scale[size_t(c)]);
+    for (int64_t c = 0; c < channels; ++c) nb.set(c, bn.shift[size_t(c)]);
+    return {std::move(w), std::move(nb)};
+  }
+  // Gemm: y = alpha op(A) op(B) + beta C. Scale op(B)'s columns (B's rows when transB);
+  // C' = beta * C * s + shift over [M?, N], keeping C's rows when it has them.
+  bool tb = attr_int(p, "transB") != 0;
+  int64_t rows = w.shape()[0], cols = w.shape()[1];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) w.set(r * cols + c, w.at(r * cols + c) * bn.scale[size_t(tb ? r : c)]);
+  double beta = attr_float(p, "beta");
+  const Tensor* c = optional_input(2);
+  Shape cshape = c && c->rank() == 2 ? Shape{c->shape()[0], channels} : Shape{channels};
+  Tensor nc = Tensor::empty(w.dtype(), cshape);
+  int64_t crows = cshape.rank() == 2 ? cshape[0] : 1;
+  for (int64_t r = 0; r < crows; ++r)
+    for (int64_t n2 = 0; n2 < channels; ++n2) {
+      double cv = 0;
+      if (c) {  // C under numpy broadcasting to [crows, channels]
+        const Shape& s = c->shape();
+        int64_t ci = s.rank() == 0   ? 0
+                     : s.rank() == 1 ? (s[0] == 1 ? 0 : n2)
+                                     : (s[0] == 1 ? 0 : r) * s[1] + (s[1] == 1 ? 0 : n2);
+        cv = c->at(ci);
+      }
+      nc.set(r * channels + n2, beta * cv * bn.scale[size_t(n2)] + bn.shift[size_t(n2)]);
+    }
+  return {std::move(w), std::move(nc)};
+}
+
 }  // namespace
 
 Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* log) {
@@ -124,79 +181,27 @@ Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* lo
     }
     const Node& p = g.node(fold_into[i]);
     BnParams bn = bn_params(g, n, options.bn_variance_floor);
+    Folded f = fold(g, p, bn);
+    if (!all_finite(f.weight) || !all_finite(f.bias)) {
+      log->decline(p.name, n.name, "overflow", "folded weights are not finite in f32");
+      rw.copy_node(p);
+      rw.copy_node(n);
+      continue;
+    }
     const std::string& out_name = g.value(n.outputs[0]).name;
-    int64_t channels = int64_t(bn.scale.size());
-    Tensor w = g.constant_data(p.inputs[1])->clone();
-    ValueId new_out = kNoValue;
+    ValueId wv = rw.add_constant(p.name + ".w_folded", std::move(f.weight));
+    ValueId bv = rw.add_constant(p.name + (p.op == OpKind::Gemm ? ".c_folded" : ".b_folded"), std::move(f.bias));
+    ValueId x = rw.mapped(p.inputs[0]);
+    ValueId new_out;
     if (p.op == OpKind::Conv) {
-      // W[m, ...] *= s[m];  b'[m] = (b[m] - mean) * s + beta  (b = 0 when absent).
-      const Tensor* b = p.inputs.size() > 2 && p.inputs[2] != kNoValue ? g.constant_data(p.inputs[2]) : nullptr;
-      int64_t per = w.numel() / channels;
-      Tensor nb = Tensor::empty(w.dtype(), Shape{channels});
-      for (int64_t m = 0; m < channels; ++m) {
-        for (int64_t k = 0; k < per; ++k) w.set(m * per + k, w.at(m * per + k) * bn.scale[size_t(m)]);
-        nb.set(m, (b ? b->at(m) : 0.0) * bn.scale[size_t(m)] + bn.shift[size_t(m)]);
-      }
-      if (!all_finite(w) || !all_finite(nb)) {
-        log->decline(p.name, n.name, "overflow", "folded weights are not finite in f32");
-        rw.copy_node(p);
-        rw.copy_node(n);
-        continue;
-      }
-      ValueId wv = rw.add_constant(p.name + ".w_folded", std::move(w));
-      ValueId bv = rw.add_constant(p.name + ".b_folded", std::move(nb));
-      new_out = rw.emit(OpKind::Conv, {rw.mapped(p.inputs[0]), wv, bv}, p.attrs, out_name, p.name);
+      new_out = rw.emit(OpKind::Conv, {x, wv, bv}, p.attrs, out_name, p.name);
     } else if (p.op == OpKind::MatMul) {
-      int64_t k_dim = w.shape()[0];
-      Tensor nb = Tensor::empty(w.dtype(), Shape{channels});
-      for (int64_t k = 0; k < k_dim; ++k)
-        for (int64_t c = 0; c < channels; ++c) w.set(k * channels + c, w.at(k * channels + c) * bn.scale[size_t(c)]);
-      for (int64_t c = 0; c < channels; ++c) nb.set(c, bn.shift[size_t(c)]);
-      if (!all_finite(w) || !all_finite(nb)) {
-        log->decline(p.name, n.name, "overflow", "folded weights are not finite in f32");
-        rw.copy_node(p);
-        rw.copy_node(n);
-        continue;
-      }
-      ValueId wv = rw.add_constant(p.name + ".w_folded", std::move(w));
-      ValueId bv = rw.add_constant(p.name + ".b_folded", std::move(nb));
-      ValueId mm = rw.emit(OpKind::MatMul, {rw.mapped(p.inputs[0]), wv}, {}, rw.graph().unique_name(p.name + ".mm"), p.name);
+      ValueId mm = rw.emit(OpKind::MatMul, {x, wv}, {}, rw.graph().unique_name(p.name + ".mm"), p.name);
       new_out = rw.emit(OpKind::Add, {mm, bv}, {}, out_name, rw.graph().unique_name(p.name + ".bias"));
-    } else {  // Gemm: y = alpha op(A) op(B) + beta C
-      bool tb = attr_int(p, "transB") != 0;
-      int64_t rows = w.shape()[0], cols = w.shape()[1];
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) w.set(r * cols + c, w.at(r * cols + c) * bn.scale[size_t(tb ? r : c)]);
-      double beta = attr_float(p, "beta");
-      const Tensor* c = p.inputs.size() > 2 && p.inputs[2] != kNoValue ? g.constant_data(p.inputs[2]) : nullptr;
-      // C' = beta * C * s + shift, broadcast over [M?, N]: keep C's rows when it has them.
-      Shape cshape = c && c->rank() == 2 ? Shape{c->shape()[0], channels} : Shape{channels};
-      Tensor nc = Tensor::empty(w.dtype(), cshape);
-      int64_t crows = cshape.rank() == 2 ? cshape[0] : 1;
-      for (int64_t r = 0; r < crows; ++r)
-        for (int64_t n2 = 0; n2 < channels; ++n2) {
-          double cv = 0;
-          if (c) {
-            // Index C under numpy broadcasting to [crows, channels].
-            const Shape& s = c->shape();
-            int64_t ci = s.rank() == 0 ? 0
-                         : s.rank() == 1 ? (s[0] == 1 ? 0 : n2)
-                                         : (s[0] == 1 ? 0 : r) * s[1] + (s[1] == 1 ? 0 : n2);
-            cv = c->at(ci);
-          }
-          nc.set(r * channels + n2, beta * cv * bn.scale[size_t(n2)] + bn.shift[size_t(n2)]);
-        }
-      if (!all_finite(w) || !all_finite(nc)) {
-        log->decline(p.name, n.name, "overflow", "folded weights are not finite in f32");
-        rw.copy_node(p);
-        rw.copy_node(n);
-        continue;
-      }
-      ValueId wv = rw.add_constant(p.name + ".w_folded", std::move(w));
-      ValueId cv = rw.add_constant(p.name + ".c_folded", std::move(nc));
+    } else {
       Attributes attrs = p.attrs;
-      attrs["beta"] = 1.0;
-      new_out = rw.emit(OpKind::Gemm, {rw.mapped(p.inputs[0]), wv, cv}, attrs, out_name, p.name);
+      attrs["beta"] = 1.0;  // beta is folded into C'
+      new_out = rw.emit(OpKind::Gemm, {x, wv, bv}, attrs, out_name, p.name);
     }
     rw.map(n.outputs[0], new_out);
     std::string msg = "folded " + n.name + " into " + std::string(op_name(p.op)) + " " + p.name;

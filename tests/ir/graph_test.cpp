@@ -4,22 +4,13 @@
 #include "ir/fingerprint.h"
 #include "ir/op_schema.h"
 #include "ir/verifier.h"
+#include "tests/support/test_util.h"
 
 using namespace fusor;
+using test::error_of;
 
 namespace {
 
-template <class F>
-ErrorCode error_of(F&& f, std::string* msg = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (msg) *msg = e.what();
-    return e.code();
-  }
-  FAIL("expected a fusor::Error");
-  return ErrorCode::Internal;
-}
 
 Graph small_mlp(uint64_t seed = 1) {
   GraphBuilder b("mlp");

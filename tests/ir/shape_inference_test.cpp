@@ -8,6 +8,7 @@
 #include "tests/support/test_util.h"
 
 using namespace fusor;
+using test::error_of;
 
 namespace {
 
@@ -40,17 +41,6 @@ TensorType infer(OpKind op, std::vector<In> ins, Attributes attrs = {}) {
   return infer_types(g, types)[size_t(g.node(n).outputs[0])];
 }
 
-template <class F>
-ErrorCode error_of(F&& f, std::string* msg = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (msg) *msg = e.what();
-    return e.code();
-  }
-  FAIL("expected a fusor::Error");
-  return ErrorCode::Internal;
-}
 
 }  // namespace
 

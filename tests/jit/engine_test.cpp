@@ -8,20 +8,10 @@
 #include "tests/support/test_util.h"
 
 using namespace fusor;
+using test::error_of;
 
 namespace {
 
-template <class F>
-ErrorCode error_of(F&& f, std::string* msg = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (msg) *msg = e.what();
-    return e.code();
-  }
-  FAIL("expected a fusor::Error");
-  return ErrorCode::Internal;
-}
 
 // y = relu(x @ w + b), with a named dim B.
 Graph mlp() {

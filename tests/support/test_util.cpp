@@ -7,6 +7,7 @@
 #include "codegen/static/static_backend.h"
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
+#include "jit/thread_pool.h"
 
 namespace fusor::test {
 
@@ -102,6 +103,13 @@ std::vector<Tensor> run_static_op(OpKind op, const std::vector<OpInput>& inputs,
   run_static_kernel(args);
   return outs;
 }
+
+Parallel& pool() {
+  static ThreadPool p(3);  // shared by every test of the process; not a cache
+  return p;
+}
+
+std::vector<Parallel*> parallels() { return {&serial_parallel(), &pool()}; }
 
 std::vector<int64_t> sizes_around(int64_t w) {
   std::vector<int64_t> s{1, w - 1, w, w + 1, 2 * w + 3, 7 * w + 5};

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "codegen/parallel.h"
+#include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/random.h"
 #include "ir/tensor.h"
@@ -49,6 +52,25 @@ struct OpInput {
 /// Throws what the verifier, shape inference or the kernel throw.
 std::vector<Tensor> run_static_op(OpKind op, const std::vector<OpInput>& inputs, const Attributes& attrs = {},
                                   Parallel& parallel = serial_parallel());
+
+/// A shared pool of 3 threads (odd, so chunks split unevenly) for kernel tests.
+Parallel& pool();
+/// The Parallels every kernel test runs on: serial, then pool().
+std::vector<Parallel*> parallels();
+
+/// Runs f and returns the code of the fusor::Error it throws (and its what() in *msg); a
+/// test failure when it throws nothing.
+template <class F>
+ErrorCode error_of(F&& f, std::string* msg = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (msg) *msg = e.what();
+    return e.code();
+  }
+  FAIL("expected a fusor::Error");
+  return ErrorCode::Internal;
+}
 
 /// The sizes a sweep should cover around a vector width w: 1, w-1, w, w+1, 2w+3, and a
 /// larger odd size.

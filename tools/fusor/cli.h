@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/json.h"
+
 namespace fusor::cli {
 
 /// Exit codes of every subcommand.
@@ -46,9 +48,5 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
 /// The --dim NAME=SIZE bindings of a command line (UsageError when malformed).
 std::map<std::string, int64_t, std::less<>> parse_dims(const Args& args);
 
-/// Escapes a string for JSON (quotes included).
-std::string json_string(const std::string& s);
-/// A double as JSON (null for NaN/Inf).
-std::string json_number(double v);
 
 }  // namespace fusor::cli

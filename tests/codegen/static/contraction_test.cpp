@@ -20,10 +20,7 @@ using namespace fusor::test;
 
 namespace {
 
-Parallel& pool() {
-  static ThreadPool p(3);  // odd, so chunks split unevenly
-  return p;
-}
+using test::pool;
 
 constexpr double kF32Rtol = 1e-5;
 double f32_atol(int64_t k) { return 1e-5 + 1e-6 * double(k); }

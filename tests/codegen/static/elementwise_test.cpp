@@ -31,10 +31,7 @@ using test::OpInput;
 
 namespace {
 
-std::vector<Parallel*> parallels() {
-  static ThreadPool pool(4);
-  return {&serial_parallel(), &pool};
-}
+using test::parallels;
 
 std::vector<int64_t> sweep_sizes() {
   std::vector<int64_t> s = test::sizes_around(8);

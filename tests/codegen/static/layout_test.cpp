@@ -18,10 +18,7 @@ using namespace fusor::test;
 
 namespace {
 
-Parallel& pool() {
-  static ThreadPool p(3);  // odd, so chunks split unevenly
-  return p;
-}
+using test::pool;
 
 constexpr int64_t kI32Min = std::numeric_limits<int32_t>::min(), kI32Max = std::numeric_limits<int32_t>::max();
 

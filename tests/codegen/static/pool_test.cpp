@@ -21,10 +21,7 @@ using namespace fusor::test;
 
 namespace {
 
-Parallel& pool() {
-  static ThreadPool p(3);  // odd, so chunks split unevenly
-  return p;
-}
+using test::pool;
 
 void check_op(OpKind op, const std::vector<OpInput>& inputs, const Attributes& attrs, const Tensor& want, double rtol,
               double atol) {

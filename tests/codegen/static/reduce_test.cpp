@@ -24,10 +24,7 @@ using test::OpInput;
 
 namespace {
 
-std::vector<Parallel*> parallels() {
-  static ThreadPool pool(4);
-  return {&serial_parallel(), &pool};
-}
+using test::parallels;
 
 Tensor input(DType t, const Shape& s, uint64_t seed) {
   if (t == DType::I32 || t == DType::I64) return test::uniform(s, seed, -1000, 1000, t);

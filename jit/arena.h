@@ -1,0 +1,39 @@
+// Memory for a plan's intermediates: one block per run, laid out once per plan by
+// liveness (values whose lifetimes do not overlap share bytes), and blocks recycled across
+// runs so a steady state allocates nothing and touches no fresh pages. Layer: jit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace fusor {
+
+/// One buffer to place: its size and the steps [first, last] during which it is live.
+struct ArenaItem {
+  int64_t bytes = 0;
+  int first = 0;
+  int last = 0;
+};
+
+/// Offsets (64-byte aligned) for the items such that items live at the same step never
+/// overlap; returns the total size. Greedy: largest first, lowest free offset.
+int64_t layout_arena(const std::vector<ArenaItem>& items, std::vector<int64_t>* offsets);
+
+/// A thread-safe stock of 64-byte aligned blocks, reused across runs.
+class ArenaPool {
+ public:
+  /// A block of at least `bytes` (a recycled one when one is large enough).
+  std::shared_ptr<void> acquire(int64_t bytes);
+  /// Returns a block (of the given size) to the stock; the stock keeps at most kMaxSpare.
+  void release(std::shared_ptr<void> block, int64_t bytes);
+
+ private:
+  static constexpr size_t kMaxSpare = 8;
+  std::mutex mu_;
+  std::vector<std::pair<int64_t, std::shared_ptr<void>>> spare_;
+};
+
+}  // namespace fusor
