@@ -1,0 +1,25 @@
+// Lowering: a FusionGroup of a fused graph becomes a KernelSpec. Group inputs produced by
+// view chains (Reshape, Transpose, Slice, ...) are read through composed strides, so views
+// cost nothing. Layer: codegen.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "codegen/kernel_spec.h"
+#include "codegen/strided_view.h"
+#include "ir/passes/pipeline.h"
+
+namespace fusor {
+
+/// The spec of group `group` of `fused`, or nullopt with *why set when the group has no
+/// kernel kind yet (opaque ops, views, a shape this lowering does not express): such a
+/// group runs on the static backend.
+std::optional<KernelSpec> lower_group(const FusedGraph& fused, const FusionGroup& group, std::string* why);
+
+/// The value whose buffer a kernel reads for v (v itself unless v is a view of another
+/// value), and the view of that buffer that equals v; false when a view in the chain
+/// needs a copy (then v itself must be materialized, and lowering reads v's own buffer).
+bool resolve_view(const FusedGraph& fused, ValueId v, ValueId* root, StridedView* view);
+
+}  // namespace fusor
