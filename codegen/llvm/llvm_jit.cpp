@@ -1,0 +1,334 @@
+// LlvmJit over ORC LLJIT (LLVM 16). See llvm_jit.h. The only file that sees LLVM's JIT,
+// pass and target headers for this layer.
+#include "codegen/llvm/llvm_jit.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/MC/SubtargetFeature.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CodeGen.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include "ir/error.h"
+
+namespace fusor {
+
+namespace {
+
+// IR longer than this is cut in error messages (the head says what the module is).
+constexpr size_t kMaxIrInError = 16 * 1024;
+
+std::string ir_excerpt(const std::string& ir) {
+  if (ir.size() <= kMaxIrInError) return ir;
+  return ir.substr(0, kMaxIrInError) + "\n... (" + std::to_string(ir.size() - kMaxIrInError) +
+         " more bytes of IR)";
+}
+
+[[noreturn]] void compile_failed(const std::string& symbol, const std::string& what,
+                                 const std::string& ir) {
+  fail(ErrorCode::CompileFailed, "LLVM failed to compile '", symbol, "': ", what, "\n--- IR ---\n",
+       ir_excerpt(ir));
+}
+
+std::string take_message(llvm::Error err) { return llvm::toString(std::move(err)); }
+
+// Materialization runs on the thread that calls lookup() (LLJIT's default in-place
+// dispatcher), and ORC reports materialization failures to the session's error reporter,
+// not in the lookup's error. Each thread keeps its own so concurrent compiles do not mix
+// their messages.
+thread_local std::string t_session_errors;
+
+void init_native_target(std::string* why) {
+  static std::once_flag once;
+  static bool ok = false;
+  std::call_once(once, [] {
+    ok = !llvm::InitializeNativeTarget() && !llvm::InitializeNativeTargetAsmPrinter() &&
+         !llvm::InitializeNativeTargetAsmParser();
+  });
+  if (!ok) *why = "LLVM has no native target for this host";
+}
+
+}  // namespace
+
+struct LlvmJit::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple()};
+  std::vector<std::string> enabled_features;  // sorted, "+name"
+  std::string cpu;
+  std::string triple;
+  std::string feature_string;  // the full "+a,-b,..." list given to the target
+};
+
+struct LlvmJit::CompiledFunction::Tracker {
+  std::shared_ptr<LlvmJit::Impl> owner;  // keeps the LLJIT alive while code is live
+  llvm::orc::ResourceTrackerSP tracker;
+};
+
+// Note [Host features, not the CPU name]
+// A CPU name alone is not enough: an LLVM that does not know a new CPU by name would fall
+// back to a generic model and silently drop AVX-512. So the target gets the host's full
+// feature list (getHostCPUFeatures, which asks cpuid) and the name only for scheduling.
+// The same JITTargetMachineBuilder makes the optimizer's target machine and the code
+// generator's, so the vectorizers cost the same vectors the backend then emits.
+std::unique_ptr<LlvmJit> LlvmJit::create() {
+  std::string why;
+  init_native_target(&why);
+  if (!why.empty()) fail(ErrorCode::DeviceUnavailable, "llvm backend: ", why);
+
+  auto impl = std::make_shared<Impl>();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  impl->triple = triple.str();
+  impl->cpu = llvm::sys::getHostCPUName().str();
+
+  llvm::StringMap<bool> host_features;
+  if (!llvm::sys::getHostCPUFeatures(host_features)) {
+    fail(ErrorCode::DeviceUnavailable,
+         "llvm backend: cannot read the host CPU features (getHostCPUFeatures failed)");
+  }
+  std::vector<std::string> all;
+  for (const auto& f : host_features) {
+    all.push_back((f.second ? "+" : "-") + f.first().str());
+    if (f.second) impl->enabled_features.push_back("+" + f.first().str());
+  }
+  std::sort(all.begin(), all.end());  // StringMap order is hash order; make it stable
+  std::sort(impl->enabled_features.begin(), impl->enabled_features.end());
+
+  llvm::orc::JITTargetMachineBuilder jtmb(triple);
+  jtmb.setCPU(impl->cpu);
+  jtmb.addFeatures(all);
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  impl->feature_string = jtmb.getFeatures().getString();
+  impl->jtmb = jtmb;
+
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(jtmb)
+                 // LLJIT's default compiler shares one TargetMachine, which is not safe to
+                 // use from several threads; this one makes a TargetMachine per compile.
+                 .setCompileFunctionCreator(
+                     [](llvm::orc::JITTargetMachineBuilder b)
+                         -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                       return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(b));
+                     })
+                 .create();
+  if (!jit) {
+    fail(ErrorCode::DeviceUnavailable, "llvm backend: cannot create the ORC LLJIT: ",
+         take_message(jit.takeError()));
+  }
+  impl->jit = std::move(*jit);
+  impl->jit->getExecutionSession().setErrorReporter(
+      [](llvm::Error err) { t_session_errors += take_message(std::move(err)) + "\n"; });
+
+  // Kernels may call libm (expf, tanhf) and the optimizer may turn loops into memset or
+  // memcpy calls: JIT'd code resolves those from the process. The process symbols live in
+  // their own JITDylib behind the main one, so compile()'s lookup, which searches only the
+  // main one, never hands back a process function for a symbol the module lacks.
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      impl->jit->getDataLayout().getGlobalPrefix());
+  if (!process) {
+    fail(ErrorCode::DeviceUnavailable, "llvm backend: cannot search the process for symbols: ",
+         take_message(process.takeError()));
+  }
+  llvm::orc::JITDylib& process_dylib = impl->jit->getExecutionSession().createBareJITDylib("<process>");
+  process_dylib.addGenerator(std::move(*process));
+  impl->jit->getMainJITDylib().addToLinkOrder(process_dylib);
+  return std::unique_ptr<LlvmJit>(new LlvmJit(std::move(impl)));
+}
+
+LlvmJit::LlvmJit(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LlvmJit::~LlvmJit() = default;
+
+std::string LlvmJit::target_description() const {
+  std::string s = impl_->triple + " cpu=" + impl_->cpu + " features=";
+  for (size_t i = 0; i < impl_->enabled_features.size(); ++i) {
+    if (i) s += ',';
+    s += impl_->enabled_features[i];
+  }
+  return s;
+}
+
+namespace {
+
+// Runs the new pass manager's -O3 module pipeline with the host target machine, so the
+// loop and SLP vectorizers see the real vector widths and costs.
+void optimize_o3(llvm::Module& module, llvm::TargetMachine& tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  llvm::PassBuilder pb(&tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+}
+
+// Functions written without target attributes get the JIT's, so every pass (and the code
+// generator, whose subtarget is chosen per function) agrees on the features.
+void set_target_attributes(llvm::Module& module, const std::string& cpu, const std::string& features) {
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    if (!f.hasFnAttribute("target-cpu")) f.addFnAttr("target-cpu", cpu);
+    if (!f.hasFnAttribute("target-features")) f.addFnAttr("target-features", features);
+  }
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) fail(ErrorCode::Io, "cannot write the LLVM dump '", path, "'");
+}
+
+// The dump's assembly comes from a clone: code generation rewrites the IR it runs on, and
+// the module handed to the JIT must stay as the optimizer left it.
+std::string emit_assembly(const llvm::Module& module, llvm::TargetMachine& tm, std::string* error) {
+  std::unique_ptr<llvm::Module> clone = llvm::CloneModule(module);
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile)) {
+    *error = "the target cannot emit assembly";
+    return {};
+  }
+  pm.run(*clone);
+  return std::string(buffer.str());
+}
+
+}  // namespace
+
+LlvmJit::CompiledFunction LlvmJit::compile(const std::string& llvm_ir_text, const std::string& symbol) {
+  return compile(llvm_ir_text, symbol, CompileOptions{});
+}
+
+LlvmJit::CompiledFunction LlvmJit::compile(const std::string& llvm_ir_text, const std::string& symbol,
+                                           const CompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  Impl& impl = *impl_;
+
+  // A context per module: compiles share nothing but the JIT, so they need no lock here.
+  auto context = std::make_unique<llvm::LLVMContext>();
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> module =
+      llvm::parseIR(llvm::MemoryBufferRef(llvm_ir_text, symbol + ".ll"), diag, *context);
+  if (!module) {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    diag.print("", os, /*ShowColors=*/false);
+    compile_failed(symbol, "invalid IR: " + os.str(), llvm_ir_text);
+  }
+  {
+    // The optimizer assumes valid IR and may crash on anything else.
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(*module, &os)) compile_failed(symbol, "IR fails verification: " + os.str(), llvm_ir_text);
+  }
+  module->setTargetTriple(impl.triple);
+  module->setDataLayout(impl.jit->getDataLayout());
+  set_target_attributes(*module, impl.cpu, impl.feature_string);
+
+  auto tm = impl.jtmb.createTargetMachine();
+  if (!tm) compile_failed(symbol, "cannot create the target machine: " + take_message(tm.takeError()), llvm_ir_text);
+  optimize_o3(*module, **tm);
+
+  if (!options.dump_dir.empty()) {
+    std::string optimized;
+    llvm::raw_string_ostream os(optimized);
+    module->print(os, nullptr);
+    write_file(options.dump_dir + "/" + symbol + ".ll", os.str());
+    std::string error;
+    std::string assembly = emit_assembly(*module, **tm, &error);
+    if (!error.empty()) compile_failed(symbol, error, llvm_ir_text);
+    write_file(options.dump_dir + "/" + symbol + ".s", assembly);
+  }
+
+  llvm::orc::ResourceTrackerSP tracker = impl.jit->getMainJITDylib().createResourceTracker();
+  // On any failure below the tracker's code, if any was added, is removed again.
+  auto drop = [&tracker] { llvm::consumeError(tracker->remove()); };
+  if (llvm::Error err = impl.jit->addIRModule(
+          tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+    drop();
+    compile_failed(symbol, take_message(std::move(err)), llvm_ir_text);
+  }
+  t_session_errors.clear();
+  auto address = impl.jit->lookup(symbol);  // code generation and linking happen here
+  if (!address) {
+    std::string msg = take_message(address.takeError());
+    if (!t_session_errors.empty()) msg += "\n" + t_session_errors;
+    t_session_errors.clear();
+    drop();
+    compile_failed(symbol, msg, llvm_ir_text);
+  }
+
+  CompiledFunction fn;
+  fn.tracker_ = std::make_unique<CompiledFunction::Tracker>(CompiledFunction::Tracker{impl_, tracker});
+  fn.address_ = address->toPtr<void*>();
+  fn.symbol_ = symbol;
+  fn.compile_us_ = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  return fn;
+}
+
+LlvmJit::CompiledFunction::CompiledFunction() = default;
+LlvmJit::CompiledFunction::CompiledFunction(CompiledFunction&& other) noexcept
+    : tracker_(std::move(other.tracker_)),
+      address_(std::exchange(other.address_, nullptr)),
+      symbol_(std::move(other.symbol_)),
+      compile_us_(other.compile_us_) {}
+
+LlvmJit::CompiledFunction& LlvmJit::CompiledFunction::operator=(CompiledFunction&& other) noexcept {
+  if (this != &other) {
+    if (tracker_) llvm::consumeError(tracker_->tracker->remove());
+    tracker_ = std::move(other.tracker_);
+    address_ = std::exchange(other.address_, nullptr);
+    symbol_ = std::move(other.symbol_);
+    compile_us_ = other.compile_us_;
+  }
+  return *this;
+}
+
+LlvmJit::CompiledFunction::~CompiledFunction() {
+  if (tracker_) llvm::consumeError(tracker_->tracker->remove());
+}
+
+void LlvmJit::CompiledFunction::release() {
+  if (!tracker_) return;
+  std::unique_ptr<Tracker> t = std::move(tracker_);
+  address_ = nullptr;
+  if (llvm::Error err = t->tracker->remove()) {
+    fail(ErrorCode::Internal, "llvm backend: cannot remove the code of '", symbol_, "': ",
+         take_message(std::move(err)));
+  }
+}
+
+}  // namespace fusor
