@@ -6,7 +6,8 @@
 // `y[i] = exp_f32(x[i])` at -O3 -march=x86-64-v3 (8 lanes of AVX2). Nothing here calls libm
 // (std::fabs/std::copysign/std::fma compile to single instructions).
 //
-// Scheme (coefficients fitted by us with mpmath's Chebyshev fit, then rounded to float):
+// Scheme (coefficients fitted by us with mpmath's Chebyshev fit, then rounded to float; the
+// numbers live in codegen/math_approx.h, shared with the llvm backend's IR emitter):
 //   exp      Cody-Waite: n = round(x/ln2), r = x - n*ln2 (ln2 split hi+lo, hi with 9
 //            significant bits so n*hi is exact), e^r = 1 + r + r^2*q(r) (degree 6), and
 //            2^n applied as two factors 2^(n/2) * 2^(n-n/2) so the result overflows to inf
@@ -43,10 +44,14 @@
 // ulp and, for GELU, 2e-7*|x| + 4e-6*|gelu| on a million samples plus breakpoints and specials.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
+
+#include "codegen/math_approx.h"
 
 namespace fusor::static_kernels {
 
@@ -70,45 +75,52 @@ FUSOR_MATH_INLINE float select(bool c, float t, float f) {
   return std::bit_cast<float>((std::bit_cast<uint32_t>(t) & m) | (std::bit_cast<uint32_t>(f) & ~m));
 }
 
+/// Horner's scheme over c (highest degree first): c[0]*x^(N-1) + ... + c[N-1], one fmadd a
+/// step, unrolled at compile time so the functions below stay straight-line code.
+template <size_t N, size_t... I>
+FUSOR_MATH_INLINE float horner_impl(float x, const std::array<float, N>& c, std::index_sequence<I...>) {
+  float p = c[0];
+  ((p = fmadd(p, x, c[I + 1])), ...);
+  return p;
+}
+template <size_t N>
+FUSOR_MATH_INLINE float horner(float x, const std::array<float, N>& c) {
+  return horner_impl(x, c, std::make_index_sequence<N - 1>{});
+}
+
 /// e^x (error bound in the header comment).
 FUSOR_MATH_INLINE float exp_f32(float x) {
+  using namespace approx;
   // Clamp so that n stays in [-150, 129]; comparisons are false for NaN, which passes.
-  float xc = select(x > 89.0f, 89.0f, x);
-  xc = select(xc < -104.0f, -104.0f, xc);
+  float xc = select(x > kExpMax, kExpMax, x);
+  xc = select(xc < kExpMin, kExpMin, xc);
   // Round x/ln2 to an integer with the 1.5*2^23 trick: the sum's low mantissa bits hold n.
-  constexpr float kShift = 12582912.0f;
-  float t = fmadd(xc, 1.44269502f, kShift);
-  float n = t - kShift;
-  int32_t ni = int32_t(std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kShift));
-  float r = fmadd(n, -0.693359375f, xc);
-  r = fmadd(n, 2.12194442e-4f, r);
-  float q = fmadd(r, 0.00139269268f, 0.00836377405f);
-  q = fmadd(q, r, 0.0416665487f);
-  q = fmadd(q, r, 0.166665733f);
-  q = fmadd(q, r, 0.5f);
+  float t = fmadd(xc, kLog2e, kExpShift);
+  float n = t - kExpShift;
+  int32_t ni = int32_t(std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kExpShift));
+  float r = fmadd(n, kExpNegLn2Hi, xc);
+  r = fmadd(n, kExpNegLn2Lo, r);
+  float q = horner(r, kExpQ);
   float p = fmadd(q, r * r, r) + 1.0f;
   // 2^n as 2^n1 * 2^n2 with both halves normal (n1, n2 in [-75, 65]).
   int32_t n1 = ni >> 1;
   int32_t n2 = int32_t(uint32_t(ni) - uint32_t(n1));
-  float s1 = std::bit_cast<float>((uint32_t(n1) + 127u) << 23);
-  float s2 = std::bit_cast<float>((uint32_t(n2) + 127u) << 23);
+  float s1 = std::bit_cast<float>((uint32_t(n1) + uint32_t(kFloatExponentBias)) << kFloatMantissaBits);
+  float s2 = std::bit_cast<float>((uint32_t(n2) + uint32_t(kFloatExponentBias)) << kFloatMantissaBits);
   return p * s1 * s2;
 }
 
 /// tanh(x).
 FUSOR_MATH_INLINE float tanh_f32(float x) {
+  using namespace approx;
   float a = std::fabs(x);
   float a2 = a * a;
-  float p = fmadd(a2, 0.00229274482f, -0.00834394526f);
-  p = fmadd(p, a2, 0.0217689183f);
-  p = fmadd(p, a2, -0.0539592579f);
-  p = fmadd(p, a2, 0.133333042f);
-  p = fmadd(p, a2, -0.333333343f);
+  float p = horner(a2, kTanhP);
   float small = fmadd(a * a2, p, a);
-  float ac = select(a > 10.0f, 10.0f, a);  // tanh(10) rounds to 1; keeps e finite
+  float ac = select(a > kTanhClamp, kTanhClamp, a);  // tanh(10) rounds to 1; keeps e finite
   float e = exp_f32(2.0f * ac);
   float large = 1.0f - 2.0f / (e + 1.0f);
-  float r = select(a < 0.625f, small, large);
+  float r = select(a < kTanhSmall, small, large);
   return std::copysign(r, x);
 }
 
@@ -123,75 +135,51 @@ namespace detail {
 // rounding) so the rounding errors of the polynomial are scaled down by a^2*p/c0 <= 1/3.
 FUSOR_MATH_INLINE float erf_small(float a) {
   float a2 = a * a;
-  float p = fmadd(a2, 7.87587487e-05f, -0.00080168643f);
-  p = fmadd(p, a2, 0.00518908724f);
-  p = fmadd(p, a2, -0.0268542115f);
-  p = fmadd(p, a2, 0.112835944f);
-  p = fmadd(p, a2, -0.37612626f);
-  return fmadd(a, 1.12837911f, a * a2 * p);
+  float p = horner(a2, approx::kErfSmallP);
+  return fmadd(a, approx::kErfSmallLead, a * a2 * p);
 }
-// erfc(a) for a >= 1 (any a >= 0 gives a finite value; meaningful from 1 on). g is fitted
-// on [1, 4] in t = (a - 2.5)/1.5; beyond 4 it is held at g(4) while -a^2 keeps falling, so
-// the result keeps decaying to 0 (only its tiny relative accuracy degrades there).
-FUSOR_MATH_INLINE float erfc_large(float a) {
-  float ac = select(a > 4.0f, 4.0f, a);
-  float t = (ac - 2.5f) * 0.666666687f;
-  float g = fmadd(t, 4.19583994e-05f, -0.000227499506f);
-  g = fmadd(g, t, 0.0008803971f);
-  g = fmadd(g, t, -0.00319030532f);
-  g = fmadd(g, t, 0.0109618492f);
-  g = fmadd(g, t, -0.0366475768f);
-  g = fmadd(g, t, 0.126239166f);
-  g = fmadd(g, t, -0.529021025f);
-  g = fmadd(g, t, -1.55681527f);
+// erfc(a) = exp(g(t) - a^2) with the fit f (approx::ErfcFit); beyond f.clamp g is held at
+// its value there while -a^2 keeps falling, so the result keeps decaying to 0.
+template <size_t N>
+FUSOR_MATH_INLINE float erfc_fit(float a, const approx::ErfcFit<N>& f) {
+  float ac = select(a > f.clamp, f.clamp, a);
+  float t = (ac - f.center) * f.scale;
+  float g = horner(t, f.g);
   return exp_f32(fmadd(-a, a, g));
 }
+// erfc(a) for a >= 1 (any a >= 0 gives a finite value; meaningful from 1 on), g fitted on
+// [1, 4] in t = (a - 2.5)/1.5 (only its tiny relative accuracy degrades beyond 4).
+FUSOR_MATH_INLINE float erfc_large(float a) { return erfc_fit(a, approx::kErfcLarge); }
 // erfc(a) for a >= 1 to the end of the float range of GELU's tail: the same form with g
 // fitted on [1, 10] (degree 12, t = (a - 5.5)/4.5). Less accurate than erfc_large near 1 in
 // absolute terms (3.5e-8 vs 5e-10), but its relative accuracy holds down to erfc(10) = 2e-45,
 // which GELU's negative tail needs.
-FUSOR_MATH_INLINE float erfc_wide(float a) {
-  float ac = select(a > 10.0f, 10.0f, a);
-  float t = (ac - 5.5f) * 0.222222224f;
-  float g = fmadd(t, 0.00085237145f, -0.00238227192f);
-  g = fmadd(g, t, 0.00276515214f);
-  g = fmadd(g, t, -0.00394865451f);
-  g = fmadd(g, t, 0.00873270817f);
-  g = fmadd(g, t, -0.0160962734f);
-  g = fmadd(g, t, 0.0271851011f);
-  g = fmadd(g, t, -0.047096137f);
-  g = fmadd(g, t, 0.0832912475f);
-  g = fmadd(g, t, -0.152486265f);
-  g = fmadd(g, t, 0.305435151f);
-  g = fmadd(g, t, -0.793132186f);
-  g = fmadd(g, t, -2.2930088f);
-  return exp_f32(fmadd(-a, a, g));
-}
+FUSOR_MATH_INLINE float erfc_wide(float a) { return erfc_fit(a, approx::kErfcWide); }
 }  // namespace detail
 
 /// erf(x).
 FUSOR_MATH_INLINE float erf_f32(float x) {
   float a = std::fabs(x);
   float small = detail::erf_small(a);
-  float large = 1.0f - detail::erfc_large(select(a > 4.0f, 4.0f, a));
-  float r = select(a < 1.0f, small, large);
+  float large = 1.0f - detail::erfc_large(select(a > approx::kErfcLarge.clamp, approx::kErfcLarge.clamp, a));
+  float r = select(a < approx::kErfSmall, small, large);
   return std::copysign(r, x);
 }
 
 /// GELU, approximate="none": x/2 * (1 + erf(x/sqrt2)).
 FUSOR_MATH_INLINE float gelu_erf_f32(float x) {
-  float z = x * 0.707106769f;
+  float z = x * approx::kGeluInvSqrt2;
   float a = std::fabs(z);
   float erf_small = std::copysign(detail::erf_small(a), z);
   float ec = detail::erfc_wide(a);              // erfc(|z|), for |z| >= 1
   float tail = select(x >= 0.0f, 2.0f - ec, ec);  // 1 + erf(z) for |z| >= 1
-  float one_plus_erf = select(a < 1.0f, 1.0f + erf_small, tail);
+  float one_plus_erf = select(a < approx::kErfSmall, 1.0f + erf_small, tail);
   return 0.5f * x * one_plus_erf;
 }
 
 /// GELU, approximate="tanh": x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
 FUSOR_MATH_INLINE float gelu_tanh_f32(float x) {
-  float u = 0.797884583f * fmadd(0.044715f * x, x * x, x);
+  float u = approx::kGeluTanhScale * fmadd(approx::kGeluTanhCubic * x, x * x, x);
   return x * sigmoid_f32(2.0f * u);
 }
 

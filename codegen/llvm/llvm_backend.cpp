@@ -1,0 +1,60 @@
+#include "codegen/llvm/llvm_backend.h"
+
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+
+#include "codegen/llvm/emit_pointwise.h"
+#include "ir/error.h"
+
+namespace fusor {
+
+struct LlvmBackend::Impl {
+  Options options;
+  std::unique_ptr<LlvmJit> jit;
+  // Symbols must be unique among live functions of the JIT; two compiles of equal specs
+  // (the cache may release one while another thread compiles it again) differ here.
+  std::atomic<uint64_t> next{0};
+};
+
+LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LlvmBackend::~LlvmBackend() = default;
+
+bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const { return llvm_supports(spec, why); }
+
+std::string LlvmBackend::target_description() const { return impl_->jit->target_description(); }
+
+const LlvmBackend::Options& LlvmBackend::options() const { return impl_->options; }
+
+std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spec) {
+  const auto start = std::chrono::steady_clock::now();
+  char symbol[64];
+  std::snprintf(symbol, sizeof symbol, "fusor_k%016" PRIx64 "_%" PRIu64, spec.hash(), impl_->next.fetch_add(1));
+  const std::string ir = emit_pointwise_ir(spec, symbol);
+  LlvmJit::CompileOptions jit_options;
+  jit_options.dump_dir = impl_->options.dump_dir;
+  if (!jit_options.dump_dir.empty()) {
+    const std::string path = jit_options.dump_dir + "/" + symbol + ".spec";
+    std::ofstream out(path);
+    out << spec.str();
+    if (!out) fail(ErrorCode::Io, "llvm backend: cannot write the dump '", path, "'");
+  }
+  auto kernel = std::make_shared<CompiledKernel>();
+  kernel->code = impl_->jit->compile(ir, symbol, jit_options);
+  kernel->fn = kernel->code.as<CompiledKernel::Fn>();
+  kernel->spec = spec;
+  kernel->compile_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  return kernel;
+}
+
+std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
+  auto impl = std::make_unique<LlvmBackend::Impl>();
+  impl->options = std::move(options);
+  impl->jit = LlvmJit::create();  // throws DeviceUnavailable with the reason
+  return std::unique_ptr<LlvmBackend>(new LlvmBackend(std::move(impl)));
+}
+
+}  // namespace fusor
