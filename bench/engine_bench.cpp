@@ -7,6 +7,9 @@
 
 #include "bench/cases.h"
 #include "ir/builder.h"
+#include "codegen/llvm/llvm_backend.h"
+#include "codegen/lower.h"
+#include "ir/passes/pipeline.h"
 #include "jit/engine.h"
 
 namespace fusor::bench {
@@ -59,6 +62,21 @@ void single_op(benchmark::State& state, const char* what, int threads) {
   state.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Time to compile one pointwise kernel (the 5-op chain on 16M floats) with LLVM: lowering
+// is outside the timed region, emission + optimization + codegen + linking inside.
+void compile_pointwise(benchmark::State& state) {
+  GraphBuilder b("chain");
+  ValueId x = b.input("x", DType::F32, {1 << 24});
+  ValueId y = b.op(OpKind::Tanh, {b.add(b.mul(x, b.fill("a", {}, 0.5)), b.fill("b", {}, 0.25))});
+  b.output(b.add(b.mul(y, b.fill("c", {}, 2.0)), b.fill("d", {}, -1.0)));
+  Graph g = b.build();
+  FusedGraph f = fuse_graph(g, input_types_from_dims(g, {}), FusionOptions{}, nullptr);
+  std::string why;
+  KernelSpec spec = *lower_group(f, f.groups.back(), &why);
+  std::unique_ptr<LlvmBackend> llvm = make_llvm_backend();
+  for (auto _ : state) benchmark::DoNotOptimize(llvm->compile(spec));
+}
+
 // The engine's overhead on a plan-cache hit: a one-op graph on 16 floats, so the time is
 // binding, the key, the lookup and one tiny kernel.
 void dispatch_cache_hit(benchmark::State& state) {
@@ -83,8 +101,17 @@ int register_all() {
     benchmark::RegisterBenchmark(("static_add_16M/static/t" + std::to_string(t)).c_str(), single_op, "add", t)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
   }
+  // The llvm backend joins when this build and machine have it.
+  std::vector<BackendKind> backends{BackendKind::Static};
+  try {
+    Engine probe(EngineOptions{.backend = BackendKind::Llvm, .num_threads = 1});
+    backends.push_back(BackendKind::Llvm);
+    benchmark::RegisterBenchmark("compile/pointwise/llvm", compile_pointwise)->Unit(benchmark::kMillisecond);
+  } catch (const Error& e) {
+    benchmark::AddCustomContext("llvm", e.what());
+  }
   for (const BenchCase& c : bench_cases())
-    for (BackendKind backend : {BackendKind::Static})
+    for (BackendKind backend : backends)
       for (int t : {1, 2})
         benchmark::RegisterBenchmark((c.name + "/" + std::string(backend_name(backend)) + "/t" + std::to_string(t)).c_str(),
                                      run_case, c, backend, t)

@@ -1,9 +1,14 @@
 #include "jit/engine.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 
 #include "cache/keyed_cache.h"
 #include "cache/plan_key.h"
+#include "cache/kernel_key.h"
+#include "codegen/llvm/llvm_backend.h"
+#include "codegen/lower.h"
 #include "codegen/static/static_backend.h"
 #include "ir/hash.h"
 #include "ir/passes/explain.h"
@@ -17,13 +22,15 @@ namespace fusor {
 std::string_view backend_name(BackendKind b) {
   switch (b) {
     case BackendKind::Static: return "static";
+    case BackendKind::Llvm: return "llvm";
   }
   return "?";
 }
 
 BackendKind parse_backend(std::string_view name) {
   if (name == "static") return BackendKind::Static;
-  fail(ErrorCode::InvalidArgument, "unknown backend '", name, "' (this build has: static)");
+  if (name == "llvm") return BackendKind::Llvm;
+  fail(ErrorCode::InvalidArgument, "unknown backend '", name, "' (choices: static, llvm)");
 }
 
 uint64_t EngineOptions::hash() const {
@@ -34,14 +41,23 @@ uint64_t EngineOptions::hash() const {
 
 namespace {
 
-// One (graph, input signature)'s schedule: the fused graph, the node order, and when each
-// value may be freed.
+// One unit of execution: a static kernel for one node (or a zero-copy reshape), or a JIT
+// kernel for a whole group.
+struct Step {
+  NodeId node = -1;                               // static step: the node
+  bool alias = false;                             // static step: a reshape sharing its input's buffer
+  std::shared_ptr<const CompiledKernel> kernel;   // JIT step
+  std::vector<ValueId> buffers;                   // JIT step: one value per KernelSpec::buffers entry
+  std::vector<ValueId> reads, writes;             // what the step touches (for liveness)
+};
+
+// One (graph, input signature)'s schedule: the fused graph, its steps, and where each
+// intermediate lives.
 struct Plan {
   FusedGraph fused;
-  std::vector<NodeId> order;          // every node, group by group
-  std::vector<int> uses;              // per value: reads by nodes in `order`
+  std::vector<Step> steps;
+  std::vector<int> uses;              // per value: reads by steps
   std::vector<char> is_output;        // per value
-  std::vector<char> is_alias;         // per node: runs as a zero-copy reshape
   std::vector<int64_t> arena_offset;  // per value: its place in the run's arena, or -1
   int64_t arena_bytes = 0;
 };
@@ -54,13 +70,12 @@ void plan_arena(Plan& plan, const Graph& g, const std::vector<TensorType>& types
   std::vector<ValueId> root(nv);
   for (size_t v = 0; v < nv; ++v) root[v] = ValueId(v);
   std::vector<int> first(nv, -1), last(nv, -1);
-  for (size_t step = 0; step < plan.order.size(); ++step) {
-    const Node& n = g.node(plan.order[step]);
-    if (plan.is_alias[size_t(plan.order[step])]) root[size_t(n.outputs[0])] = root[size_t(n.inputs[0])];
-    for (ValueId v : n.inputs)
-      if (v != kNoValue) last[size_t(root[size_t(v)])] = int(step);
-    for (ValueId o : n.outputs)
-      if (first[size_t(o)] < 0) first[size_t(o)] = int(step);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& st = plan.steps[i];
+    if (st.alias) root[size_t(st.writes[0])] = root[size_t(st.reads[0])];
+    for (ValueId v : st.reads) last[size_t(root[size_t(v)])] = int(i);
+    for (ValueId o : st.writes)
+      if (first[size_t(o)] < 0) first[size_t(o)] = int(i);
   }
   std::vector<ArenaItem> items;
   std::vector<ValueId> placed;
@@ -119,7 +134,14 @@ std::vector<TensorType> bind_inputs(const Graph& g, const TensorMap& inputs, std
 }  // namespace
 
 struct Engine::Impl {
-  explicit Impl(EngineOptions o) : options(o), pool(o.num_threads) {}
+  explicit Impl(EngineOptions o) : options(o), pool(o.num_threads) {
+    if (options.backend == BackendKind::Llvm) {
+      LlvmBackend::Options lo;
+      lo.dump_dir = options.dump_dir;
+      llvm = make_llvm_backend(lo);  // throws DeviceUnavailable with the reason
+      target = llvm->target_description();
+    }
+  }
 
   // Runs one node on the static backend (also the trace-time constant evaluator).
   std::vector<Tensor> evaluate(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<TensorType>& types) {
@@ -139,30 +161,85 @@ struct Engine::Impl {
                       });
   }
 
+  // The JIT kernel for a group, or nullptr when the group runs on the static kernels
+  // (static backend, no kernel kind for it, or a spec the backend declines).
+  std::shared_ptr<const CompiledKernel> kernel_for(const FusedGraph& f, const FusionGroup& grp) {
+    if (!llvm || grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return nullptr;
+    std::string why;
+    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+    if (!spec || !llvm->supports(*spec, &why)) return nullptr;
+    KernelKey key{std::move(*spec), "llvm", target};
+    bool built = false;
+    auto kernel = kernels.get_or_build(key, [&] {
+      built = true;
+      return llvm->compile(key.spec);
+    });
+    if (built) {
+      compiled.fetch_add(1, std::memory_order_relaxed);
+      compile_us.fetch_add(kernel->compile_us, std::memory_order_relaxed);
+    }
+    return kernel;
+  }
+
   std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types) {
     auto plan = std::make_shared<Plan>();
     plan->fused = fuse(g, input_types);
-    const Graph& fg = plan->fused.graph;
-    for (const FusionGroup& grp : plan->fused.groups) plan->order.insert(plan->order.end(), grp.nodes.begin(), grp.nodes.end());
-    plan->uses.assign(fg.values().size(), 0);
-    for (NodeId n : plan->order)
-      for (ValueId v : fg.node(n).inputs)
-        if (v != kNoValue) ++plan->uses[size_t(v)];
+    const FusedGraph& f = plan->fused;
+    const Graph& fg = f.graph;
     plan->is_output.assign(fg.values().size(), 0);
     for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
-    plan->is_alias.assign(fg.nodes().size(), 0);
-    for (size_t i = 0; i < fg.nodes().size(); ++i) {
-      OpKind op = fg.nodes()[i].op;
-      bool reshape_like = op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
-      plan->is_alias[i] = reshape_like && !plan->is_output[size_t(fg.nodes()[i].outputs[0])];
+    for (const FusionGroup& grp : f.groups) {
+      if (auto kernel = kernel_for(f, grp)) {
+        Step st;
+        st.kernel = kernel;
+        for (const BufferSpec& b : kernel->spec.buffers) {
+          ValueId v = fg.find_value(b.name);
+          FUSOR_ASSERT(v != kNoValue, "kernel buffer '", b.name, "' is not a value of the plan");
+          st.buffers.push_back(v);
+          (b.output ? st.writes : st.reads).push_back(v);
+        }
+        plan->steps.push_back(std::move(st));
+        continue;
+      }
+      for (NodeId id : grp.nodes) {
+        const Node& n = fg.node(id);
+        Step st;
+        st.node = id;
+        bool reshape_like = n.op == OpKind::Reshape || n.op == OpKind::Flatten || n.op == OpKind::Squeeze ||
+                            n.op == OpKind::Unsqueeze;
+        st.alias = reshape_like && !plan->is_output[size_t(n.outputs[0])];
+        for (ValueId v : n.inputs)
+          if (v != kNoValue) st.reads.push_back(v);
+        st.writes = n.outputs;
+        plan->steps.push_back(std::move(st));
+      }
     }
-    plan_arena(*plan, fg, plan->fused.types);
+    // A static step whose results nobody reads is dropped: typically a view that JIT
+    // kernels read through strides from its root instead. Backwards, so dropping a step
+    // can make its producers dead too.
+    plan->uses.assign(fg.values().size(), 0);
+    for (const Step& st : plan->steps)
+      for (ValueId v : st.reads) ++plan->uses[size_t(v)];
+    for (size_t i = plan->steps.size(); i-- > 0;) {
+      Step& st = plan->steps[i];
+      if (st.kernel) continue;
+      bool dead = true;
+      for (ValueId o : st.writes) dead &= plan->uses[size_t(o)] == 0 && !plan->is_output[size_t(o)];
+      if (!dead) continue;
+      for (ValueId v : st.reads) --plan->uses[size_t(v)];
+      plan->steps.erase(plan->steps.begin() + std::ptrdiff_t(i));
+    }
+    plan_arena(*plan, fg, f.types);
     return plan;
   }
 
   EngineOptions options;
   ThreadPool pool;
+  std::unique_ptr<LlvmBackend> llvm;  // set when options.backend is Llvm
+  std::string target;                 // the JIT backend's target, part of kernel keys
   KeyedCache<PlanKey, Plan, PlanKeyHash> plans;
+  KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
+  std::atomic<uint64_t> compiled{0}, compile_us{0};
   ArenaPool arenas;
 };
 
@@ -190,7 +267,9 @@ const EngineOptions& Engine::options() const { return impl_->options; }
 
 EngineStats Engine::stats() const {
   CacheStats s = impl_->plans.stats();
-  return EngineStats{s.hits, s.misses, s.entries};
+  CacheStats k = impl_->kernels.stats();
+  return EngineStats{s.hits, s.misses, s.entries, k.hits, impl_->compiled.load(),
+                     double(impl_->compile_us.load()) / 1000.0};
 }
 
 TensorMap Engine::run(const Graph& graph, const TensorMap& inputs) {
@@ -240,13 +319,28 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
     if (g.value(o).kind == ValueKind::NodeOutput) values[size_t(o)] = t;
   }
 
-  for (NodeId id : plan->order) {
-    const Node& n = g.node(id);
-    // Reshape-like ops on contiguous tensors are views: the output shares the input's
-    // buffer (graph outputs are still copied, so callers never alias inputs or weights).
-    if (plan->is_alias[size_t(id)]) {
+  for (const Step& st : plan->steps) {
+    if (st.kernel) {
+      void* ptrs[64];
+      std::vector<void*> heap;
+      void** bufs = ptrs;
+      if (st.buffers.size() > 64) {
+        heap.resize(st.buffers.size());
+        bufs = heap.data();
+      }
+      for (size_t i = 0; i < st.buffers.size(); ++i) {
+        ValueId v = st.buffers[i];
+        Tensor& t = values[size_t(v)];
+        if (!t.defined()) t = Tensor::empty(types[size_t(v)].dtype, types[size_t(v)].shape);
+        bufs[i] = t.raw();
+      }
+      const CompiledKernel& k = *st.kernel;
+      impl_->pool.parallel_for(k.spec.tasks, 1, [&](int64_t b, int64_t e) { k.run(bufs, b, e); });
+    } else if (st.alias) {
+      const Node& n = g.node(st.node);
       values[size_t(n.outputs[0])] = values[size_t(n.inputs[0])].reshaped(types[size_t(n.outputs[0])].shape);
     } else {
+      const Node& n = g.node(st.node);
       StaticKernelArgs args{n, {}, {}, impl_->pool};
       for (ValueId v : n.inputs) args.inputs.push_back(v == kNoValue ? nullptr : &values[size_t(v)]);
       for (ValueId o : n.outputs) {
@@ -256,11 +350,9 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
       }
       run_static_kernel(args);
     }
-    for (ValueId v : n.inputs) {
-      if (v == kNoValue) continue;
+    for (ValueId v : st.reads)
       if (--uses[size_t(v)] == 0 && !plan->is_output[size_t(v)] && g.value(v).kind == ValueKind::NodeOutput)
         values[size_t(v)] = Tensor();
-    }
   }
 
   for (ValueId o : g.outputs()) {

@@ -19,12 +19,14 @@
 
 namespace fusor {
 
-/// Which code runs the graph. Only Static exists so far; the JIT backends come next.
-enum class BackendKind : uint8_t { Static };
+/// Which code runs the graph's groups. Static: the precompiled per-op kernels. Llvm: each
+/// fused group the LLVM backend takes (pointwise so far) becomes one JIT-compiled kernel;
+/// the other groups run on the static kernels.
+enum class BackendKind : uint8_t { Static, Llvm };
 
-/// "static".
+/// "static", "llvm".
 std::string_view backend_name(BackendKind b);
-/// Parses "static"; InvalidArgument names the choices otherwise.
+/// Parses a backend name; InvalidArgument names the choices otherwise.
 BackendKind parse_backend(std::string_view name);
 
 /// Everything that configures an Engine, in one place.
@@ -37,6 +39,9 @@ struct EngineOptions {
   bool fuse = true;
   /// The fusion passes' options (used when fuse is on).
   FusionOptions fusion;
+  /// When not empty: an existing folder where JIT backends write each kernel's spec, IR
+  /// and assembly (does not change the code, so it is not part of the plan key).
+  std::string dump_dir;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };
@@ -46,6 +51,9 @@ struct EngineStats {
   uint64_t plan_hits = 0;
   uint64_t plan_misses = 0;
   uint64_t plans = 0;
+  uint64_t kernel_hits = 0;     ///< plans that found their kernel already compiled
+  uint64_t kernels_compiled = 0;
+  double compile_ms = 0;        ///< total JIT compile time
 };
 
 /// Named tensors: the inputs and outputs of a run.
@@ -54,6 +62,8 @@ using TensorMap = std::map<std::string, Tensor, std::less<>>;
 /// Runs graphs.
 class Engine {
  public:
+  /// Throws DeviceUnavailable (with the reason) when the chosen backend is not in this
+  /// build or cannot target this machine.
   explicit Engine(EngineOptions options = {});
   ~Engine();
   Engine(const Engine&) = delete;

@@ -94,6 +94,20 @@ TEST_SUITE("tools/fusor") {
     CHECK(has(r.out, "\"nonfinite\": 0"));
   }
 
+  TEST_CASE("runs the BERT layer on the llvm backend with the same checksum") {
+    Result a = fusor("run " + example("bert_layer") + " --dim B=1 --dim T=9 --json --no-fuse");
+    Result b = fusor("run " + example("bert_layer") + " --dim B=1 --dim T=9 --json --backend llvm");
+    INFO(a.out << "\n" << b.out);
+    CHECK(a.code == 0);
+    if (b.code == 4) {  // this build has no LLVM: the tool says so and exits "unavailable"
+      CHECK(has(b.out, "DeviceUnavailable"));
+      return;
+    }
+    CHECK(b.code == 0);
+    auto abs_sum = [](const std::string& out) { return std::stod(out.substr(out.find("\"abs_sum\": ") + 11)); };
+    CHECK(abs_sum(b.out) == doctest::Approx(abs_sum(a.out)).epsilon(1e-5));
+  }
+
   TEST_CASE("runs the ResNet bottleneck") {
     Result r = fusor("run " + example("resnet_bottleneck") + " --dim N=1 --dim H=9 --dim W=7 --repeat 2");
     INFO(r.out);

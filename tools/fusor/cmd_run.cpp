@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir/npy.h"
@@ -28,7 +29,8 @@ const char* const kRunUsage =
     "  --input NAME=FILE    read input NAME from a .npy file (others are seeded-random)\n"
     "  --seed N             seed of the random inputs (default 0): floats ~ N(0,1),\n"
     "                       integers uniform in [0, 2), bools uniform\n"
-    "  --backend NAME       static (default)\n"
+    "  --backend NAME       static (default) or llvm (fused groups JIT-compiled where the\n"
+    "                       llvm backend has a kernel kind for them, static kernels elsewhere)\n"
     "  --no-fuse            run every op as its own kernel (the unfused baseline)\n"
     "  --threads N          kernel threads (default: one per core)\n"
     "  --repeat N           timed runs after one warm-up run (default 1)\n"
@@ -73,6 +75,7 @@ int cmd_run(int argc, char** argv) {
   options.backend = parse_backend(args.get("--backend").value_or("static"));
   options.num_threads = int(args.get_int("--threads", 0, 0, 1024));
   options.fuse = !args.has("--no-fuse");
+  if (options.num_threads == 0) options.num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   int64_t repeat = args.get_int("--repeat", 1, 1, 1000000);
   uint64_t seed = uint64_t(args.get_int("--seed", 0, 0, INT64_MAX));
   bool json = args.has("--json");

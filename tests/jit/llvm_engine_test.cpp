@@ -1,0 +1,89 @@
+// The engine on the llvm backend: groups the backend takes run as JIT kernels, the rest on
+// the static kernels; results must match the unfused static run.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "ir/text_format.h"
+#include "jit/engine.h"
+#include "tests/support/test_util.h"
+
+using namespace fusor;
+
+namespace {
+
+std::unique_ptr<Engine> llvm_engine() {
+  try {
+    return std::make_unique<Engine>(EngineOptions{.backend = BackendKind::Llvm, .num_threads = 2});
+  } catch (const Error& e) {
+    MESSAGE("skipped: " << e.what());
+    return nullptr;
+  }
+}
+
+void check_against_static(Engine& engine, const Graph& g, const TensorMap& in, double tol) {
+  Engine reference(EngineOptions{.num_threads = 2, .fuse = false});
+  TensorMap want = reference.run(g, in);
+  TensorMap got = engine.run(g, in);
+  for (const auto& [name, t] : want) {
+    INFO("output " << name);
+    FUSOR_CHECK_CLOSE(got.at(name), t, tol, tol);
+  }
+}
+
+std::string load(const char* name) {
+  std::ifstream f(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+TEST_SUITE("jit/llvm") {
+  TEST_CASE("a pointwise chain runs as one JIT kernel and matches the static kernels") {
+    auto engine = llvm_engine();
+    if (!engine) return;
+    Graph g = parse_graph(R"(graph chain
+input x: f32[N]
+const a: f32[] = [0.5]
+const b: f32[] = [0.25]
+const c: f32[] = [2.0]
+const d: f32[] = [-1.0]
+m = Mul(x, a)
+p = Add(m, b)
+t = Tanh(p)
+q = Mul(t, c)
+y = Add(q, d)
+output y
+)");
+    for (int64_t n : {1, 17, 100003}) check_against_static(*engine, g, {{"x", test::randn({n}, uint64_t(n))}}, 1e-6);
+    EngineStats s = engine->stats();
+    CHECK(s.kernels_compiled == 3);  // one kernel per shape
+    CHECK(s.compile_ms > 0);
+    engine->run(g, {{"x", test::randn({17}, 5)}});
+    CHECK(engine->stats().kernels_compiled == 3);  // the plan (and its kernel) is reused
+  }
+
+  TEST_CASE("the BERT layer and the ResNet bottleneck match the static run") {
+    auto engine = llvm_engine();
+    if (!engine) return;
+    Graph bert = parse_graph(load("bert_layer"));
+    check_against_static(*engine, bert, {{"x", test::randn({2, 7, 768}, 1)}, {"mask", test::uniform({2, 1, 1, 7}, 2, -1, 0)}},
+                         1e-4);
+    Graph res = parse_graph(load("resnet_bottleneck"));
+    check_against_static(*engine, res, {{"x", test::randn({1, 256, 9, 7}, 3)}}, 1e-4);
+  }
+
+  TEST_CASE("a view read through strides by a JIT kernel gives the same result") {
+    auto engine = llvm_engine();
+    if (!engine) return;
+    Graph g = parse_graph(R"(graph v
+input x: f32[4, 6]
+t = Transpose(x) {perm=[1, 0]}
+y = Relu(t)
+output y
+)");
+    check_against_static(*engine, g, {{"x", test::randn({4, 6}, 1)}}, 0);
+    CHECK(engine->stats().kernels_compiled == 1);
+  }
+}
