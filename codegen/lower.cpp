@@ -375,15 +375,21 @@ void Lowerer::lower_reduction() {
   for (int d = axis; d < xs.rank(); ++d) cols *= xs[d];
   space.push_back(cols);
   r.shape = space;
-  // Accesses are built over the full input space, then their trailing dims merged.
+  // Accesses are built over the full input space, then their trailing dims merged. Size-1
+  // dims are skipped: their strides are arbitrary (broadcast_strides_to gives them 0).
   auto merge_trailing = [&](ExprGraph& eg) {
     for (StridedAccess& a : eg.accesses) {
       std::vector<int64_t> s(a.strides.begin(), a.strides.begin() + axis);
-      int64_t inner = a.strides.back();
-      for (int d = xs.rank() - 2; d >= axis; --d) {
-        bool broadcast_all = a.strides[size_t(d)] == 0 && inner == 0;
-        if (!broadcast_all && a.strides[size_t(d)] != a.strides[size_t(d + 1)] * xs[d + 1])
+      int64_t inner = 0, span = 0;  // span: elements of the merged dims so far (0: none yet)
+      for (int d = xs.rank() - 1; d >= axis; --d) {
+        if (xs[d] == 1) continue;
+        if (span == 0) {
+          inner = a.strides[size_t(d)];
+          span = 1;
+        } else if (a.strides[size_t(d)] != inner * span) {
           throw NotLowerable{"an operand is not contiguous over the normalized dims"};
+        }
+        span *= xs[d];
       }
       s.push_back(inner);
       a.strides = s;

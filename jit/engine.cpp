@@ -162,13 +162,16 @@ struct Engine::Impl {
   }
 
   // The JIT kernel for a group, or nullptr when the group runs on the static kernels
-  // (static backend, no kernel kind for it, or a spec the backend declines).
-  std::shared_ptr<const CompiledKernel> kernel_for(const FusedGraph& f, const FusionGroup& grp) {
+  // (static backend, no kernel kind for it, or a spec the backend declines). *spec gets the
+  // group's own lowered spec: a cached kernel may have been compiled for another group with
+  // the same code, so its spec's buffer names are not this group's values.
+  std::shared_ptr<const CompiledKernel> kernel_for(const FusedGraph& f, const FusionGroup& grp, KernelSpec* spec) {
     if (!llvm || grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return nullptr;
     std::string why;
-    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
-    if (!spec || !llvm->supports(*spec, &why)) return nullptr;
-    KernelKey key{std::move(*spec), "llvm", target};
+    std::optional<KernelSpec> lowered = lower_group(f, grp, &why);
+    if (!lowered || !llvm->supports(*lowered, &why)) return nullptr;
+    *spec = *lowered;
+    KernelKey key{std::move(*lowered), "llvm", target};
     bool built = false;
     auto kernel = kernels.get_or_build(key, [&] {
       built = true;
@@ -189,10 +192,11 @@ struct Engine::Impl {
     plan->is_output.assign(fg.values().size(), 0);
     for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
     for (const FusionGroup& grp : f.groups) {
-      if (auto kernel = kernel_for(f, grp)) {
+      KernelSpec spec;
+      if (auto kernel = kernel_for(f, grp, &spec)) {
         Step st;
         st.kernel = kernel;
-        for (const BufferSpec& b : kernel->spec.buffers) {
+        for (const BufferSpec& b : spec.buffers) {
           ValueId v = fg.find_value(b.name);
           FUSOR_ASSERT(v != kNoValue, "kernel buffer '", b.name, "' is not a value of the plan");
           st.buffers.push_back(v);

@@ -14,11 +14,11 @@ namespace fusor {
 /// Whether emit_pointwise_ir takes `spec`; when not, *why (if given) says what it declines:
 /// a kind other than Pointwise, a dtype other than f32 (bool is taken only as a Where
 /// condition loaded from a buffer), an op it has no form for, a malformed graph.
-bool llvm_supports(const KernelSpec& spec, std::string* why);
+bool pointwise_supports(const KernelSpec& spec, std::string* why);
 
 /// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` that
 /// computes tasks [task_begin, task_end) of `spec` (see KernelSpec::tasks). Throws
-/// Error(Unsupported) with the reason when llvm_supports(spec) is false.
+/// Error(Unsupported) with the reason when pointwise_supports(spec) is false.
 std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol);
 
 /// The number of inner elements one task of `spec` covers (the last task may cover fewer,

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "codegen/llvm/emit_pointwise.h"
+#include "codegen/llvm/emit_reduction.h"
 #include "ir/error.h"
 
 namespace fusor {
@@ -22,6 +23,16 @@ struct LlvmBackend::Impl {
 LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlvmBackend::~LlvmBackend() = default;
 
+bool llvm_supports(const KernelSpec& spec, std::string* why) {
+  switch (spec.kind) {
+    case KernelKind::Pointwise: return pointwise_supports(spec, why);
+    case KernelKind::RowReduction: return reduction_supports(spec, why);
+    default:
+      if (why) *why = std::string(kernel_kind_name(spec.kind)) + " kernels are not emitted yet";
+      return false;
+  }
+}
+
 bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const { return llvm_supports(spec, why); }
 
 std::string LlvmBackend::target_description() const { return impl_->jit->target_description(); }
@@ -32,7 +43,10 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spe
   const auto start = std::chrono::steady_clock::now();
   char symbol[64];
   std::snprintf(symbol, sizeof symbol, "fusor_k%016" PRIx64 "_%" PRIu64, spec.hash(), impl_->next.fetch_add(1));
-  const std::string ir = emit_pointwise_ir(spec, symbol);
+  std::string why;
+  if (!llvm_supports(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
+  const std::string ir =
+      spec.kind == KernelKind::RowReduction ? emit_reduction_ir(spec, symbol) : emit_pointwise_ir(spec, symbol);
   LlvmJit::CompileOptions jit_options;
   jit_options.dump_dir = impl_->options.dump_dir;
   if (!jit_options.dump_dir.empty()) {

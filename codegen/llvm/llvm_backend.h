@@ -1,7 +1,7 @@
 // LlvmBackend: the llvm backend's entry point. It turns a KernelSpec into host code through
 // one LlvmJit (ORC, -O3 for the host's real features) and hands back a CompiledKernel that
-// owns that code. Pointwise specs are its first kernel kind (codegen/llvm/emit_pointwise.h);
-// other kinds are declined with a reason. No LLVM headers here; in a build without LLVM
+// owns that code. It takes Pointwise specs (codegen/llvm/emit_pointwise.h) and RowReduction
+// specs (codegen/llvm/emit_reduction.h); other kinds are declined with a reason. No LLVM headers here; in a build without LLVM
 // this still links and make_llvm_backend() reports the backend unavailable.
 // Layer: codegen/llvm.
 #pragma once
@@ -63,6 +63,10 @@ class LlvmBackend {
   explicit LlvmBackend(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// Whether the llvm backend takes `spec` (dispatching on its kind); when not, *why (if
+/// given) says why. Needs no LLVM: it answers the same in a build without it.
+bool llvm_supports(const KernelSpec& spec, std::string* why);
 
 /// The llvm backend for the host CPU. Throws Error(DeviceUnavailable) with the reason when
 /// LLVM is not built in (or the host target cannot be initialized).

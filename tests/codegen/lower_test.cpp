@@ -24,28 +24,10 @@ std::string load(const char* name) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-// Runs every node of the fused graph on the static backend and keeps every value.
-std::vector<Tensor> run_all(const FusedGraph& f, const std::map<std::string, Tensor>& inputs) {
-  const Graph& g = f.graph;
-  std::vector<Tensor> values(g.values().size());
-  for (ValueId in : g.inputs()) values[size_t(in)] = inputs.at(g.value(in).name);
-  for (size_t v = 0; v < g.values().size(); ++v)
-    if (const Tensor* c = g.constant_data(ValueId(v))) values[v] = *c;
-  for (const Node& n : g.nodes()) {
-    StaticKernelArgs args{n, {}, {}, serial_parallel()};
-    for (ValueId v : n.inputs) args.inputs.push_back(v == kNoValue ? nullptr : &values[size_t(v)]);
-    for (ValueId o : n.outputs) {
-      values[size_t(o)] = Tensor::empty(f.types[size_t(o)].dtype, f.types[size_t(o)].shape);
-      args.outputs.push_back(&values[size_t(o)]);
-    }
-    run_static_kernel(args);
-  }
-  return values;
-}
 
 // Lowers and interprets every group; returns how many groups had a spec.
 int check_all_groups(const FusedGraph& f, const std::map<std::string, Tensor>& inputs, double tol) {
-  std::vector<Tensor> values = run_all(f, inputs);
+  std::vector<Tensor> values = test::run_all_static(f, inputs);
   int lowered = 0;
   for (const FusionGroup& grp : f.groups) {
     std::string why;

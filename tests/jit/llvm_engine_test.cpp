@@ -40,6 +40,22 @@ std::string load(const char* name) {
 }  // namespace
 
 TEST_SUITE("jit/llvm") {
+  TEST_CASE("two groups with the same code share one kernel and each writes its own values") {
+    auto engine = llvm_engine();
+    if (!engine) return;
+    // Both Relu groups lower to identical specs (same shapes): one compile, two uses.
+    Graph g = parse_graph(R"(graph twin
+input x: f32[3, 5]
+input z: f32[3, 5]
+a = Relu(x)
+b = Relu(z)
+output a, b
+)");
+    check_against_static(*engine, g, {{"x", test::randn({3, 5}, 1)}, {"z", test::randn({3, 5}, 2)}}, 0);
+    CHECK(engine->stats().kernels_compiled == 1);
+    CHECK(engine->stats().kernel_hits == 1);
+  }
+
   TEST_CASE("a pointwise chain runs as one JIT kernel and matches the static kernels") {
     auto engine = llvm_engine();
     if (!engine) return;

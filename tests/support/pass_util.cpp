@@ -30,6 +30,25 @@ Graph trace_text(const std::string& text, const DimBindings& dims) {
   return trace(g, input_types_from_dims(g, dims), static_evaluator()).graph;
 }
 
+std::vector<Tensor> run_all_static(const FusedGraph& f, const std::map<std::string, Tensor>& inputs,
+                                   Parallel& parallel) {
+  const Graph& g = f.graph;
+  std::vector<Tensor> values(g.values().size());
+  for (ValueId in : g.inputs()) values[size_t(in)] = inputs.at(g.value(in).name);
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (const Tensor* c = g.constant_data(ValueId(v))) values[v] = *c;
+  for (const Node& n : g.nodes()) {
+    StaticKernelArgs args{n, {}, {}, parallel};
+    for (ValueId v : n.inputs) args.inputs.push_back(v == kNoValue ? nullptr : &values[size_t(v)]);
+    for (ValueId o : n.outputs) {
+      values[size_t(o)] = Tensor::empty(f.types[size_t(o)].dtype, f.types[size_t(o)].shape);
+      args.outputs.push_back(&values[size_t(o)]);
+    }
+    run_static_kernel(args);
+  }
+  return values;
+}
+
 std::string structure(const Graph& g) {
   std::ostringstream os;
   for (const Node& n : g.nodes()) {

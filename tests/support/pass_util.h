@@ -2,8 +2,11 @@
 // format, and print structure compactly for golden comparisons.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
+#include "codegen/parallel.h"
 #include "ir/passes/pipeline.h"
 #include "ir/shape_inference.h"
 
@@ -17,6 +20,11 @@ FusedGraph fuse_text(const std::string& text, const DimBindings& dims, const Fus
 
 /// Parses and traces `text` at `dims` (no other pass).
 Graph trace_text(const std::string& text, const DimBindings& dims);
+
+/// Runs every node of the fused graph on the static kernels (over `parallel`) and returns
+/// every value (indexed by ValueId): the reference a lowered group is checked against.
+std::vector<Tensor> run_all_static(const FusedGraph& f, const std::map<std::string, Tensor>& inputs,
+                                   Parallel& parallel = serial_parallel());
 
 /// The nodes of g, one per line: "out = Op(in1, in2)" (attributes omitted), then
 /// "output a, b". Constants and inputs appear by name.

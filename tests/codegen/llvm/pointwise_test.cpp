@@ -34,6 +34,7 @@
 #include "tests/support/pass_util.h"
 #include "tests/support/spec_interpreter.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/llvm_util.h"
 #include "tests/support/test_util.h"
 
 using namespace fusor;
@@ -44,40 +45,7 @@ constexpr double kUlp = 1.0 / (1 << 23);       // relative size of one ulp, at m
 constexpr double kDenormUlp = 1.4012984643e-45;  // 2^-149
 constexpr double kStaticRel = 2 * kUlp;
 
-// The backend, or nullptr after saying why the test is skipped (a build without LLVM).
-LlvmBackend* backend_or_skip() {
-  static std::unique_ptr<LlvmBackend> backend;
-  static std::string why;
-  if (!backend && why.empty()) {
-    try {
-      backend = make_llvm_backend();
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::DeviceUnavailable) throw;
-      why = e.what();
-    }
-  }
-  if (!backend) MESSAGE("skipped: " << why);
-  return backend.get();
-}
 
-// Runs every node of the fused graph on the static backend and keeps every value.
-std::vector<Tensor> run_all(const FusedGraph& f, const std::map<std::string, Tensor>& inputs) {
-  const Graph& g = f.graph;
-  std::vector<Tensor> values(g.values().size());
-  for (ValueId in : g.inputs()) values[size_t(in)] = inputs.at(g.value(in).name);
-  for (size_t v = 0; v < g.values().size(); ++v)
-    if (const Tensor* c = g.constant_data(ValueId(v))) values[v] = *c;
-  for (const Node& n : g.nodes()) {
-    StaticKernelArgs args{n, {}, {}, test::pool()};
-    for (ValueId v : n.inputs) args.inputs.push_back(v == kNoValue ? nullptr : &values[size_t(v)]);
-    for (ValueId o : n.outputs) {
-      values[size_t(o)] = Tensor::empty(f.types[size_t(o)].dtype, f.types[size_t(o)].shape);
-      args.outputs.push_back(&values[size_t(o)]);
-    }
-    run_static_kernel(args);
-  }
-  return values;
-}
 
 // How a kernel's outputs are checked against the interpreter. Per element,
 // |got - want| <= rel*|want| + abs_x*|x| + floor, x the first input of the graph (GELU's
@@ -126,7 +94,7 @@ Bound ulps(double u) { return Bound{(u + 0.5) * kUlp, 0, (u + 0.5) * kDenormUlp,
 // compares with the static run and (per `bound`) the interpreter.
 Checked check_pointwise(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs,
                         const Bound& bound) {
-  std::vector<Tensor> values = run_all(f, inputs);
+  std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
   const Tensor* x0 = nullptr;
   if (!f.graph.inputs().empty()) x0 = &values[size_t(f.graph.inputs()[0])];
   Checked c;
@@ -200,7 +168,7 @@ std::string unary_graph(const std::string& op, int64_t n) {
 
 TEST_SUITE("llvm/pointwise") {
   TEST_CASE("add mul exp and relu chains agree across sizes around the vector widths") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     const char* text = R"(graph g
 input x: f32[@N@]
@@ -230,7 +198,7 @@ output r
   }
 
   TEST_CASE("broadcasting of scalars rows columns and middle axes") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     // x: [4, 37, 19] against b in every broadcast pattern, on both sides of the operators
     // (positive values: no cancellation, so a few ulp against the double interpreter).
@@ -258,7 +226,7 @@ output y
   }
 
   TEST_CASE("views are read through strides") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     // The lower_test chain (slice, reshape, transpose: inner stride 4), a stepped and a
     // reversed slice, and a 3-d transpose whose inner dim has stride 1 again.
@@ -307,7 +275,7 @@ output zn
   }
 
   TEST_CASE("every scalar op") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     const int64_t n = 1037;
     Tensor x = test::uniform({n}, 1, -6, 6), y = test::uniform({n}, 2, -6, 6), pos = test::uniform({n}, 3, 0.01, 4);
@@ -361,7 +329,7 @@ output zn
   }
 
   TEST_CASE("special values through the approximations") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
     std::vector<double> v = {nan, inf, -inf, 0.0, -0.0, FLT_TRUE_MIN, -FLT_TRUE_MIN, 1e-40, -1e-40, FLT_MIN, -FLT_MIN,
@@ -402,7 +370,7 @@ output zn
   }
 
   TEST_CASE("wide random ranges stay within the documented bounds") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     const int64_t n = 20011;
     Tensor x = test::randn({n}, 7, 12.0);
@@ -421,7 +389,7 @@ output zn
   }
 
   TEST_CASE("the hot loop is vectorized") {
-    LlvmBackend* be0 = backend_or_skip();
+    LlvmBackend* be0 = test::llvm_backend_or_skip();
     if (!be0) return;
     test::TempDir dir("llvm-pointwise");
     LlvmBackend::Options options;
@@ -458,12 +426,13 @@ output zn
   }
 
   TEST_CASE("declined specs say why and compile throws Unsupported") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     FusedGraph f = test::fuse_text(R"(graph g
 input x: f32[4, 8]
+input w: f32[8, 3]
 input i: i32[4, 8]
-y = Softmax(x) {axis=-1}
+y = MatMul(x, w)
 j = Add(i, i)
 output y
 output j
@@ -486,7 +455,7 @@ output j
   }
 
   TEST_CASE("equal specs compile to distinct live kernels") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     FusedGraph f = test::fuse_text(unary_graph("Tanh(x)", 100), {});
     std::string why;
@@ -503,7 +472,7 @@ output j
   }
 
   TEST_CASE("bandwidth of large kernels") {
-    LlvmBackend* be = backend_or_skip();
+    LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     const int64_t n = int64_t(1) << 24;
     ThreadPool threads(0);
@@ -553,13 +522,13 @@ output o
       });
       // The same graph on the static kernels (one pass per op), for comparison.
       std::map<std::string, Tensor> in{{"x", x}, {"y", y}};
-      double unfused = best_of([&] { run_all(f, in); });
+      double unfused = best_of([&] { test::run_all_static(f, in, test::pool()); });
       MESSAGE(name_text << " over " << n << " floats (" << spec->tasks << " tasks, compile " << k->compile_us
                    << " us): serial " << bytes / serial / 1e9 << " GB/s, " << threads.num_threads() << " threads "
                    << bytes / pooled / 1e9 << " GB/s (" << pooled * 1e3 << " ms); static kernels unfused (3 threads, "
                    << "allocating their outputs) " << unfused * 1e3 << " ms");
       // Correctness at this size against the static run (the interpreter is too slow here).
-      std::vector<Tensor> values = run_all(f, in);
+      std::vector<Tensor> values = test::run_all_static(f, in, test::pool());
       for (size_t i = 0; i < spec->buffers.size(); ++i)
         if (spec->buffers[i].output)
           FUSOR_CHECK_CLOSE(bufs[i], values[size_t(f.graph.find_value(spec->buffers[i].name))], kStaticRel, 0);
