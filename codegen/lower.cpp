@@ -47,7 +47,8 @@ class Lowerer {
       *view = contiguous_view(type(v).shape);
     }
   }
-  StridedAccess access(ValueId v, const std::vector<int64_t>& space);
+  // How a kernel reads v over `space` (numpy broadcasting; `transposed`: v's two dims swapped).
+  StridedAccess access(ValueId v, const std::vector<int64_t>& space, bool transposed = false);
   int32_t add(Builder& b, ScalarExpr e) {
     b.g.nodes.push_back(e);
     return int32_t(b.g.nodes.size() - 1);
@@ -107,10 +108,11 @@ int Lowerer::buffer(ValueId root, bool output) {
   return id;
 }
 
-StridedAccess Lowerer::access(ValueId v, const std::vector<int64_t>& space) {
+StridedAccess Lowerer::access(ValueId v, const std::vector<int64_t>& space, bool transposed) {
   ValueId root;
   StridedView view;
   source(v, &root, &view);
+  if (transposed) view = transpose_view(view, {1, 0});
   StridedAccess a;
   a.buffer = buffer(root, false);
   a.dtype = type(root).dtype;
@@ -297,19 +299,10 @@ void Lowerer::lower_contraction() {
     bool tb = anchor.op == OpKind::Gemm && attr_int(anchor, "transB");
     c.k = ta ? as[0] : as[-1];
     auto operand = [&](ValueId v, bool trans, int64_t rows, int64_t cols) {
-      ValueId root;
-      StridedView view;
-      source(v, &root, &view);
-      if (trans) view = transpose_view(view, {1, 0});
       std::vector<int64_t> space = c.batch;
       space.push_back(rows);
       space.push_back(cols);
-      StridedAccess a;
-      a.buffer = buffer(root, false);
-      a.dtype = type(root).dtype;
-      a.strides = broadcast_strides_to(view, space);
-      a.offset = view.offset;
-      return a;
+      return access(v, space, trans);
     };
     c.a = operand(anchor.inputs[0], ta, c.m, c.k);
     c.b = operand(anchor.inputs[1], tb, c.k, c.n);

@@ -6,8 +6,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/llvm/llvm_backend.h"
+#include "ir/passes/pipeline.h"
 
 namespace fusor::test {
 
@@ -25,5 +27,15 @@ inline LlvmBackend* llvm_backend_or_skip() {
   if (!backend) MESSAGE("skipped: " << why);
   return backend.get();
 }
+
+/// A kernel's outputs three ways, for comparison: run serially (outputs start at 0), over
+/// test::pool() (outputs start at NaN, so a missed element shows), and by the spec
+/// interpreter (when asked). Inputs are the given values of the fused graph.
+struct KernelRuns {
+  std::vector<Tensor> serial, pooled, interp;  ///< one per spec buffer (inputs shared)
+  std::vector<ValueId> outs;                   ///< the output buffers' values, in order
+};
+KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const FusedGraph& f,
+                      const std::vector<Tensor>& values, bool interpret);
 
 }  // namespace fusor::test

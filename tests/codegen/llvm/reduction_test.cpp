@@ -79,35 +79,11 @@ Checked check_reduction(LlvmBackend& be, const FusedGraph& f, const std::map<std
     ++c.kernels;
     c.compile_us += k->compile_us;
     c.specs.push_back(*spec);
-    // Serial outputs start at zero, pooled ones at NaN (a missed element shows).
-    std::vector<Tensor> serial, pooled, interp;
-    std::vector<ValueId> outs;
-    for (const BufferSpec& b : spec->buffers) {
-      ValueId v = f.graph.find_value(b.name);
-      REQUIRE(v != kNoValue);
-      if (b.output) {
-        serial.push_back(Tensor::zeros(b.dtype, Shape{b.elements}));
-        Tensor nan = Tensor::empty(b.dtype, Shape{b.elements});
-        std::fill(nan.data<float>(), nan.data<float>() + b.elements, std::numeric_limits<float>::quiet_NaN());
-        pooled.push_back(nan);
-        interp.push_back(Tensor::zeros(b.dtype, Shape{b.elements}));
-        outs.push_back(v);
-      } else {
-        Tensor in = values[size_t(v)].reshaped(Shape{b.elements});
-        serial.push_back(in);
-        pooled.push_back(in);
-        interp.push_back(in);
-      }
-    }
-    auto pointers = [](std::vector<Tensor>& ts) {
-      std::vector<void*> p;
-      for (Tensor& t : ts) p.push_back(t.raw());
-      return p;
-    };
-    std::vector<void*> ps = pointers(serial), pp = pointers(pooled);
-    k->run(ps.data(), 0, spec->tasks);
-    test::pool().parallel_for(spec->tasks, 1, [&](int64_t b, int64_t e) { k->run(pp.data(), b, e); });
-    if (tol.interpret) test::interpret(*spec, interp);
+    test::KernelRuns runs = test::run_kernel(*k, *spec, f, values, tol.interpret);
+    std::vector<Tensor>& serial = runs.serial;
+    std::vector<Tensor>& pooled = runs.pooled;
+    std::vector<Tensor>& interp = runs.interp;
+    std::vector<ValueId>& outs = runs.outs;
     size_t o = 0;
     for (size_t i = 0; i < spec->buffers.size(); ++i) {
       if (!spec->buffers[i].output) continue;
