@@ -71,7 +71,7 @@ class Lowerer {
   }
   // The node holding v's value in b: computed earlier, a scalar constant, or a load.
   int32_t value(Builder& b, ValueId v);
-  int32_t load_with_strides(Builder& b, ValueId root, StridedAccess a);
+  int32_t load(Builder& b, StridedAccess a);
   // Emits pointwise node n (all its inputs available) and records its output.
   void emit(Builder& b, const Node& n);
   void store(Builder& b, ValueId v);
@@ -121,7 +121,7 @@ StridedAccess Lowerer::access(ValueId v, const std::vector<int64_t>& space, bool
   return a;
 }
 
-int32_t Lowerer::load_with_strides(Builder& b, ValueId, StridedAccess a) {
+int32_t Lowerer::load(Builder& b, StridedAccess a) {
   b.g.accesses.push_back(std::move(a));
   ScalarExpr e{ScalarOp::Load, b.g.accesses.back().dtype};
   e.load = int32_t(b.g.accesses.size() - 1);
@@ -136,7 +136,7 @@ int32_t Lowerer::value(Builder& b, ValueId v) {
   if (c && c->numel() == 1 && (is_floating(c->dtype()) || is_integer(c->dtype()))) {
     node = constant(b, c->at(0), c->dtype());
   } else {
-    node = load_with_strides(b, v, access(v, b.space));
+    node = load(b, access(v, b.space));
   }
   b.node_of[v] = node;
   return node;
@@ -193,7 +193,7 @@ void Lowerer::emit(Builder& b, const Node& n) {
         a.strides.assign(b.space.size(), 0);
         if (b.space.size() < 2) throw NotLowerable{"BatchNormalization on rank < 2"};
         a.strides[1] = access(v, {type(v).shape[0]}).strides[0];
-        p.push_back(load_with_strides(b, v, a));
+        p.push_back(load(b, a));
       }
       int32_t eps = constant(b, attr_float(n, "epsilon"), t);
       int32_t ve = binary(b, ScalarOp::Add, p[3], eps, t);
@@ -283,7 +283,7 @@ void Lowerer::lower_contraction() {
       int64_t st = a.strides[0];
       a.strides.assign(4, 0);
       a.strides[1] = st;
-      int32_t bl = load_with_strides(b, bias, a);
+      int32_t bl = load(b, a);
       acc = binary(b, ScalarOp::Add, acc, bl, type(out).dtype);
     }
     spec_.tasks = c.conv.n * c.conv.group;
@@ -517,10 +517,7 @@ bool resolve_view(const FusedGraph& fused, ValueId v, ValueId* root, StridedView
     } else {
       ok = reshape_view(sv, out_shape.dims(), &next);
     }
-    if (!ok) {
-      if (i == 0) return false;  // v itself is the failing view: it must be materialized
-      return false;
-    }
+    if (!ok) return false;  // the chain needs a copy somewhere: v must be materialized
     sv = std::move(next);
   }
   *root = cur;

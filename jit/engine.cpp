@@ -1,7 +1,6 @@
 #include "jit/engine.h"
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
 
 #include "cache/keyed_cache.h"
@@ -238,6 +237,7 @@ struct Engine::Impl {
   }
 
   EngineOptions options;
+  uint64_t options_hash = options.hash();  // part of every plan key; computed once
   ThreadPool pool;
   std::unique_ptr<LlvmBackend> llvm;  // set when options.backend is Llvm
   std::string target;                 // the JIT backend's target, part of kernel keys
@@ -293,7 +293,7 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
   PlanKey key;
   key.inputs = bind_inputs(graph, inputs, &feeds);
   key.graph_fingerprint = graph.fingerprint();
-  key.options_hash = impl_->options.hash();
+  key.options_hash = impl_->options_hash;
   std::shared_ptr<const Plan> plan =
       impl_->plans.get_or_build(key, [&] { return impl_->build_plan(graph, key.inputs); });
   const Graph& g = plan->fused.graph;

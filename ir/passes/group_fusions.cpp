@@ -207,7 +207,6 @@ void Grouper::take_prologue(int grp, const Node& consumer, ValueId input) {
 }
 
 void Grouper::take_epilogue(int grp, ValueId start) {
-  const Node& anchor = node(anchors_[size_t(grp)]);
   Shape space = shape(start);
   ValueId cur = start;
   for (;;) {
@@ -230,7 +229,6 @@ void Grouper::take_epilogue(int grp, ValueId start) {
     take(grp, users[0]);
     cur = u.outputs[0];
   }
-  (void)anchor;
 }
 
 bool Grouper::take_attention(const Node& s) {

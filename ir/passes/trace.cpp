@@ -65,8 +65,7 @@ TracedGraph trace(const Graph& g, const std::vector<TensorType>& input_types, co
     ++out.folded_nodes;
   }
   out.graph = rw.finish();
-  std::vector<TensorType> traced_inputs = input_types;
-  out.types = infer_types(out.graph, traced_inputs);
+  out.types = infer_types(out.graph, input_types);
   return out;
 }
 
