@@ -47,6 +47,7 @@ struct Step {
   bool alias = false;                             // static step: a reshape sharing its input's buffer
   std::shared_ptr<const CompiledKernel> kernel;   // JIT step
   std::vector<ValueId> buffers;                   // JIT step: one value per KernelSpec::buffers entry
+  std::vector<std::pair<size_t, Tensor>> packed;  // JIT step: constants passed packed (by buffer index)
   std::vector<ValueId> reads, writes;             // what the step touches (for liveness)
 };
 
@@ -201,6 +202,14 @@ struct Engine::Impl {
           st.buffers.push_back(v);
           (b.output ? st.writes : st.reads).push_back(v);
         }
+        // Constant operands the kernel reads packed are packed once, here, for the plan.
+        for (const CompiledKernel::Prepack& pp : kernel->prepacks) {
+          const Tensor* c = fg.constant_data(st.buffers[size_t(pp.buffer)]);
+          FUSOR_ASSERT(c && c->dtype() == DType::F32, "kernel '", spec.name, "' prepacks a buffer that is not an f32 constant");
+          Tensor packed = Tensor::empty(DType::F32, Shape{pp.floats});
+          kernel->pack(pp, c->data<float>(), packed.data<float>());
+          st.packed.emplace_back(size_t(pp.buffer), std::move(packed));
+        }
         plan->steps.push_back(std::move(st));
         continue;
       }
@@ -338,8 +347,9 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
         if (!t.defined()) t = Tensor::empty(types[size_t(v)].dtype, types[size_t(v)].shape);
         bufs[i] = t.raw();
       }
+      for (const auto& [i, packed] : st.packed) bufs[i] = const_cast<void*>(packed.raw());  // read only
       const CompiledKernel& k = *st.kernel;
-      impl_->pool.parallel_for(k.spec.tasks, 1, [&](int64_t b, int64_t e) { k.run(bufs, b, e); });
+      impl_->pool.parallel_for(k.tasks, 1, [&](int64_t b, int64_t e) { k.run(bufs, b, e); });
     } else if (st.alias) {
       const Node& n = g.node(st.node);
       values[size_t(n.outputs[0])] = values[size_t(n.inputs[0])].reshaped(types[size_t(n.outputs[0])].shape);

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <fstream>
 
+#include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/emit_pointwise.h"
 #include "codegen/llvm/emit_reduction.h"
+#include "codegen/packing.h"
 #include "ir/error.h"
 
 namespace fusor {
@@ -18,7 +20,14 @@ struct LlvmBackend::Impl {
   // Symbols must be unique among live functions of the JIT; two compiles of equal specs
   // (the cache may release one while another thread compiles it again) differ here.
   std::atomic<uint64_t> next{0};
+  int64_t vector_floats = 8;  // floats per vector register: 16 with AVX-512, else 8 (AVX2)
 };
+
+void CompiledKernel::pack(const Prepack& p, const float* src, float* dst) const {
+  FUSOR_ASSERT(spec.kind == KernelKind::Contraction && p.buffer == spec.contraction.b.buffer, "prepack of buffer ",
+               p.buffer, " of kernel '", spec.name, "'");
+  pack_b(spec.contraction, p.nr, src, dst);
+}
 
 LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlvmBackend::~LlvmBackend() = default;
@@ -27,6 +36,7 @@ bool llvm_supports(const KernelSpec& spec, std::string* why) {
   switch (spec.kind) {
     case KernelKind::Pointwise: return pointwise_supports(spec, why);
     case KernelKind::RowReduction: return reduction_supports(spec, why);
+    case KernelKind::Contraction: return contraction_supports(spec, why);
     default:
       if (why) *why = std::string(kernel_kind_name(spec.kind)) + " kernels are not emitted yet";
       return false;
@@ -45,17 +55,30 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spe
   std::snprintf(symbol, sizeof symbol, "fusor_k%016" PRIx64 "_%" PRIu64, spec.hash(), impl_->next.fetch_add(1));
   std::string why;
   if (!llvm_supports(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
-  const std::string ir =
-      spec.kind == KernelKind::RowReduction ? emit_reduction_ir(spec, symbol) : emit_pointwise_ir(spec, symbol);
+  auto kernel = std::make_shared<CompiledKernel>();
+  kernel->tasks = spec.tasks;
+  std::string ir;
+  switch (spec.kind) {
+    case KernelKind::RowReduction: ir = emit_reduction_ir(spec, symbol); break;
+    case KernelKind::Contraction: {
+      const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats);
+      ir = emit_contraction_ir(spec, symbol, t);
+      kernel->tasks = t.tasks();
+      if (t.prepack_b)
+        kernel->prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, t.nr), t.nr});
+      break;
+    }
+    default: ir = emit_pointwise_ir(spec, symbol); break;
+  }
   LlvmJit::CompileOptions jit_options;
   jit_options.dump_dir = impl_->options.dump_dir;
   if (!jit_options.dump_dir.empty()) {
     const std::string path = jit_options.dump_dir + "/" + symbol + ".spec";
     std::ofstream out(path);
     out << spec.str();
+    if (spec.kind == KernelKind::Contraction) out << contraction_tiling(spec, impl_->vector_floats).str() << "\n";
     if (!out) fail(ErrorCode::Io, "llvm backend: cannot write the dump '", path, "'");
   }
-  auto kernel = std::make_shared<CompiledKernel>();
   kernel->code = impl_->jit->compile(ir, symbol, jit_options);
   kernel->fn = kernel->code.as<CompiledKernel::Fn>();
   kernel->spec = spec;
@@ -68,6 +91,8 @@ std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
   auto impl = std::make_unique<LlvmBackend::Impl>();
   impl->options = std::move(options);
   impl->jit = LlvmJit::create();  // throws DeviceUnavailable with the reason
+  const std::string target = impl->jit->target_description() + ",";
+  if (target.find("+avx512f,") != std::string::npos) impl->vector_floats = 16;
   return std::unique_ptr<LlvmBackend>(new LlvmBackend(std::move(impl)));
 }
 

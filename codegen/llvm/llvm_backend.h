@@ -1,7 +1,8 @@
 // LlvmBackend: the llvm backend's entry point. It turns a KernelSpec into host code through
 // one LlvmJit (ORC, -O3 for the host's real features) and hands back a CompiledKernel that
-// owns that code. It takes Pointwise specs (codegen/llvm/emit_pointwise.h) and RowReduction
-// specs (codegen/llvm/emit_reduction.h); other kinds are declined with a reason. No LLVM headers here; in a build without LLVM
+// owns that code. It takes Pointwise specs (codegen/llvm/emit_pointwise.h), RowReduction
+// specs (codegen/llvm/emit_reduction.h) and Contraction specs (codegen/llvm/emit_contraction.h);
+// other kinds are declined with a reason. No LLVM headers here; in a build without LLVM
 // this still links and make_llvm_backend() reports the backend unavailable.
 // Layer: codegen/llvm.
 #pragma once
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_spec.h"
 #include "codegen/llvm/llvm_jit.h"
@@ -21,13 +23,24 @@ namespace fusor {
 struct CompiledKernel {
   /// The kernel ABI.
   using Fn = void (*)(void** buffers, int64_t task_begin, int64_t task_end);
+  /// A constant operand the kernel reads in a packed layout (codegen/packing.h): the runtime
+  /// packs it once (pack()) into `floats` floats and passes that copy as buffers[buffer].
+  struct Prepack {
+    int buffer = -1;
+    int64_t floats = 0;
+    int64_t nr = 0;  ///< panel width of the layout
+  };
   Fn fn = nullptr;                  ///< the entry point
   KernelSpec spec;                  ///< what it computes
+  int64_t tasks = 1;                ///< the task range to split: [0, tasks)
+  std::vector<Prepack> prepacks;    ///< constants to pass packed
   int64_t compile_us = 0;           ///< wall time of emission plus LLVM's compile
   LlvmJit::CompiledFunction code;   ///< owns the machine code behind fn
 
   /// Runs tasks [task_begin, task_end) on `buffers`.
   void run(void** buffers, int64_t task_begin, int64_t task_end) const { fn(buffers, task_begin, task_end); }
+  /// Packs `src` (the constant buffer p.buffer) into `dst` (p.floats floats).
+  void pack(const Prepack& p, const float* src, float* dst) const;
 };
 
 /// Compiles KernelSpecs with LLVM. Thread-safe. Holds no cache: the runtime's kernel cache

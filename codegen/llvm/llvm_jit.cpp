@@ -2,6 +2,8 @@
 // pass and target headers for this layer.
 #include "codegen/llvm/llvm_jit.h"
 
+#include "codegen/packing.h"
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -152,6 +154,18 @@ std::unique_ptr<LlvmJit> LlvmJit::create() {
   }
   llvm::orc::JITDylib& process_dylib = impl->jit->getExecutionSession().createBareJITDylib("<process>");
   process_dylib.addGenerator(std::move(*process));
+  // The runtime routines kernels call (codegen/packing.h) are defined by address: they are
+  // not in the process's dynamic symbol table when fusor is linked statically.
+  llvm::orc::SymbolMap runtime;
+  auto add = [&](const char* name, void* address) {
+    runtime[impl->jit->mangleAndIntern(name)] = llvm::JITEvaluatedSymbol(
+        llvm::pointerToJITTargetAddress(address), llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+  };
+  add("fusor_rt_pack_panel", reinterpret_cast<void*>(&fusor_rt_pack_panel));
+  add("fusor_rt_pack_conv_tile", reinterpret_cast<void*>(&fusor_rt_pack_conv_tile));
+  if (llvm::Error err = process_dylib.define(llvm::orc::absoluteSymbols(std::move(runtime)))) {
+    fail(ErrorCode::DeviceUnavailable, "llvm backend: cannot define the runtime symbols: ", take_message(std::move(err)));
+  }
   impl->jit->getMainJITDylib().addToLinkOrder(process_dylib);
   return std::unique_ptr<LlvmJit>(new LlvmJit(std::move(impl)));
 }

@@ -34,8 +34,14 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
     return p;
   };
   std::vector<void*> ps = pointers(r.serial), pp = pointers(r.pooled);
-  k.run(ps.data(), 0, spec.tasks);
-  pool().parallel_for(spec.tasks, 1, [&](int64_t b, int64_t e) { k.run(pp.data(), b, e); });
+  std::vector<Tensor> packed;  // constants the kernel reads packed, as the engine passes them
+  for (const CompiledKernel::Prepack& p : k.prepacks) {
+    packed.push_back(Tensor::empty(DType::F32, Shape{p.floats}));
+    k.pack(p, r.serial[size_t(p.buffer)].data<float>(), packed.back().data<float>());
+    ps[size_t(p.buffer)] = pp[size_t(p.buffer)] = packed.back().raw();
+  }
+  k.run(ps.data(), 0, k.tasks);
+  pool().parallel_for(k.tasks, 1, [&](int64_t b, int64_t e) { k.run(pp.data(), b, e); });
   if (interpret) test::interpret(spec, r.interp);
   return r;
 }

@@ -35,6 +35,7 @@ const char* const kRunUsage =
     "  --threads N          kernel threads (default: one per core)\n"
     "  --repeat N           timed runs after one warm-up run (default 1)\n"
     "  --save DIR           write every output to DIR/NAME.npy\n"
+    "  --dump DIR           write each JIT kernel's spec, LLVM IR and assembly to DIR\n"
     "  --json               print one JSON object instead of text\n"
     "  --help               this text\n";
 
@@ -68,13 +69,19 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  Args args = Args::parse(argc, argv, 2, {"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save"},
+  Args args = Args::parse(argc, argv, 2, {"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save", "--dump"},
                           {"--json", "--no-fuse"});
   if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file"};
   EngineOptions options;
   options.backend = parse_backend(args.get("--backend").value_or("static"));
   options.num_threads = int(args.get_int("--threads", 0, 0, 1024));
   options.fuse = !args.has("--no-fuse");
+  if (auto dir = args.get("--dump")) {
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    if (ec) fail(ErrorCode::Io, "--dump ", *dir, ": cannot create the folder: ", ec.message());
+    options.dump_dir = *dir;
+  }
   if (options.num_threads == 0) options.num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   int64_t repeat = args.get_int("--repeat", 1, 1, 1000000);
   uint64_t seed = uint64_t(args.get_int("--seed", 0, 0, INT64_MAX));

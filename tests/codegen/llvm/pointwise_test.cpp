@@ -405,8 +405,8 @@ output zn
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     FusedGraph f = test::fuse_text(R"(graph g
-input x: f32[4, 8]
-input w: f32[8, 3]
+input x: f16[4, 8]
+input w: f16[8, 3]
 input i: i32[4, 8]
 y = MatMul(x, w)
 j = Add(i, i)

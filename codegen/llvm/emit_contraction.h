@@ -1,0 +1,52 @@
+// The LLVM IR of a Contraction KernelSpec (batched GEMM with any strides, Conv2d with any
+// stride, padding, dilation and groups), with its epilogue applied to each tile of
+// accumulators before the single store. As text (LLVM 16, opaque pointers), for LlvmJit.
+// How tiles, panels and tasks are laid out is Note [Contraction kernels] in the .cpp; the
+// packed operand layouts are codegen/packing.h's. No LLVM headers. Layer: codegen/llvm.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/kernel_spec.h"
+
+namespace fusor {
+
+/// How one contraction kernel is blocked, chosen from the spec and the vector width.
+struct ContractionTiling {
+  int64_t vl = 16;              ///< floats per vector register
+  int64_t mr = 0;               ///< tile rows (A side: GEMM rows, conv output pixels)
+  int64_t nv = 0;               ///< vector accumulators per tile row
+  int64_t nr = 0;               ///< tile columns (B side), nv * vl
+  bool conv_rows = false;       ///< a convolution whose tiles lie in one output row
+  bool prepack_b = false;       ///< B is constant: packed once by the runtime (codegen/packing.h)
+  bool panel_outer = true;      ///< inside a task: panels outer, tiles inner (else the reverse)
+  int64_t batches = 1;          ///< GEMM batch product; conv N * group
+  int64_t m_tiles = 0;          ///< tiles per batch
+  int64_t panels = 0;           ///< B panels per batch
+  int64_t tiles_per_chunk = 0;  ///< tiles of one task
+  int64_t panels_per_chunk = 0; ///< panels of one task
+  int64_t m_chunks = 0, n_chunks = 0;
+  /// Tasks of the kernel: batches x n_chunks x m_chunks.
+  int64_t tasks() const { return batches * n_chunks * m_chunks; }
+  /// One line for dumps: "tiling: mr=8 nr=48 (3 x 16 floats) tiles=16 panels=64 ...".
+  std::string str() const;
+};
+
+/// Whether emit_contraction_ir takes `spec`; when not, *why (if given) says why: a kind
+/// other than Contraction, dtypes other than f32 (bool only as a Where condition in the
+/// epilogue), empty sizes, a convolution with non-constant weights, an epilogue operand
+/// the tile loops cannot address, scratch beyond the stack budget, a malformed epilogue.
+bool contraction_supports(const KernelSpec& spec, std::string* why);
+
+/// The blocking for `spec` on a target whose vectors hold `vector_floats` floats (16 with
+/// AVX-512, 8 with AVX2).
+ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats);
+
+/// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` over
+/// [0, t.tasks()). When t.prepack_b, buffers[spec.contraction.b.buffer] must hold B packed
+/// by pack_b(spec.contraction, t.nr, ...) instead of B itself. Throws Error(Unsupported) with
+/// the reason when contraction_supports(spec) is false.
+std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbol, const ContractionTiling& t);
+
+}  // namespace fusor

@@ -1,0 +1,127 @@
+#include "codegen/packing.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ir/error.h"
+
+namespace fusor {
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t d : v) p *= d;
+  return p;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+bool b_varies_over_batch(const ContractionSpec& c) {
+  if (c.kind != ContractionSpec::Kind::Gemm) return false;
+  for (size_t d = 0; d < c.batch.size(); ++d)
+    if (c.batch[d] > 1 && c.b.strides[d] != 0) return true;
+  return false;
+}
+
+int64_t packed_b_batches(const ContractionSpec& c) {
+  if (c.kind == ContractionSpec::Kind::Conv2d) return c.conv.group;
+  return b_varies_over_batch(c) ? product(c.batch) : 1;
+}
+
+int64_t reduction_length(const ContractionSpec& c) {
+  if (c.kind == ContractionSpec::Kind::Conv2d) return c.conv.c / c.conv.group * c.conv.kh * c.conv.kw;
+  return c.k;
+}
+
+int64_t b_columns(const ContractionSpec& c) {
+  return c.kind == ContractionSpec::Kind::Conv2d ? c.conv.m / c.conv.group : c.n;
+}
+
+int64_t packed_b_floats(const ContractionSpec& c, int64_t nr) {
+  return packed_b_batches(c) * ceil_div(b_columns(c), nr) * reduction_length(c) * nr;
+}
+
+void pack_b(const ContractionSpec& c, int64_t nr, const float* b, float* dst) {
+  FUSOR_ASSERT(nr > 0, "pack_b: panel width");
+  const int64_t n = b_columns(c), k = reduction_length(c), panels = ceil_div(n, nr);
+  if (c.kind == ContractionSpec::Kind::Conv2d) {
+    const Conv2dParams& p = c.conv;
+    const int64_t cg = p.c / p.group, mg = p.m / p.group;
+    const std::vector<int64_t>& s = c.b.strides;  // over [M, C/group, kh, kw]
+    for (int64_t g = 0; g < p.group; ++g)
+      for (int64_t panel = 0; panel < panels; ++panel) {
+        const int64_t j0 = panel * nr, valid = std::min(nr, n - j0);
+        float* out = dst + (g * panels + panel) * k * nr;
+        for (int64_t y = 0; y < p.kh; ++y)
+          for (int64_t x = 0; x < p.kw; ++x)
+            for (int64_t ci = 0; ci < cg; ++ci, out += nr) {
+              const float* src = b + c.b.offset + (g * mg + j0) * s[0] + ci * s[1] + y * s[2] + x * s[3];
+              for (int64_t j = 0; j < valid; ++j) out[j] = src[j * s[0]];
+              for (int64_t j = valid; j < nr; ++j) out[j] = 0.0f;
+            }
+      }
+    return;
+  }
+  const size_t r = c.batch.size();
+  const int64_t batches = packed_b_batches(c);
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t off = c.b.offset;
+    if (batches > 1) {
+      int64_t rem = bi;
+      for (size_t d = r; d-- > 0;) {
+        off += (rem % c.batch[d]) * c.b.strides[d];
+        rem /= c.batch[d];
+      }
+    }
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t j0 = panel * nr;
+      fusor_rt_pack_panel(b + off + j0 * c.b.strides[r + 1], c.b.strides[r], c.b.strides[r + 1], k,
+                          std::min(nr, n - j0), nr, dst + (bi * panels + panel) * k * nr);
+    }
+  }
+}
+
+}  // namespace fusor
+
+extern "C" void fusor_rt_pack_panel(const float* src, int64_t sk, int64_t sn, int64_t k, int64_t n_valid, int64_t nr,
+                                    float* dst) {
+  for (int64_t kk = 0; kk < k; ++kk, src += sk, dst += nr) {
+    if (sn == 1) {
+      std::memcpy(dst, src, size_t(n_valid) * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < n_valid; ++j) dst[j] = src[j * sn];
+    }
+    for (int64_t j = n_valid; j < nr; ++j) dst[j] = 0.0f;
+  }
+}
+
+extern "C" void fusor_rt_pack_conv_tile(const float* x, const int64_t* geo, int64_t oh, int64_t ow0, int64_t mr_valid,
+                                        int64_t mr, float* dst) {
+  using namespace fusor;
+  const int64_t c = geo[kGeoC], h = geo[kGeoH], w = geo[kGeoW];
+  const int64_t sc = geo[kGeoStrideC], sy = geo[kGeoStrideY], sx = geo[kGeoStrideX];
+  const int64_t iy0 = oh * geo[kGeoStrideH] - geo[kGeoPadT];
+  for (int64_t ky = 0; ky < geo[kGeoKh]; ++ky) {
+    const int64_t iy = iy0 + ky * geo[kGeoDilH];
+    const bool row_in = iy >= 0 && iy < h;
+    for (int64_t kx = 0; kx < geo[kGeoKw]; ++kx) {
+      // The tile's columns whose input column is inside the image: [lo, hi).
+      const int64_t ix0 = ow0 * geo[kGeoStrideW] - geo[kGeoPadL] + kx * geo[kGeoDilW], step = geo[kGeoStrideW];
+      int64_t lo = 0, hi = row_in ? mr_valid : 0;
+      while (lo < hi && ix0 + lo * step < 0) ++lo;
+      while (hi > lo && ix0 + (hi - 1) * step >= w) --hi;
+      for (int64_t ci = 0; ci < c; ++ci, dst += mr) {
+        for (int64_t i = 0; i < lo; ++i) dst[i] = 0.0f;
+        if (hi > lo) {
+          const float* s = x + ci * sc + iy * sy + (ix0 + lo * step) * sx;  // in the image
+          for (int64_t i = lo; i < hi; ++i) dst[i] = s[(i - lo) * step * sx];
+        }
+        for (int64_t i = hi; i < mr; ++i) dst[i] = 0.0f;
+      }
+    }
+  }
+}
