@@ -62,17 +62,31 @@ void single_op(benchmark::State& state, const char* what, int threads) {
   state.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Time to compile one pointwise kernel (the 5-op chain on 16M floats) with LLVM: lowering
-// is outside the timed region, emission + optimization + codegen + linking inside.
-void compile_pointwise(benchmark::State& state) {
-  GraphBuilder b("chain");
-  ValueId x = b.input("x", DType::F32, {1 << 24});
-  ValueId y = b.op(OpKind::Tanh, {b.add(b.mul(x, b.fill("a", {}, 0.5)), b.fill("b", {}, 0.25))});
-  b.output(b.add(b.mul(y, b.fill("c", {}, 2.0)), b.fill("d", {}, -1.0)));
-  Graph g = b.build();
-  FusedGraph f = fuse_graph(g, input_types_from_dims(g, {}), FusionOptions{}, nullptr);
-  std::string why;
-  KernelSpec spec = *lower_group(f, f.groups.back(), &why);
+// The spec of the first group of `kind` in bench case `name` (lowered as the engine would).
+KernelSpec spec_of_case(const std::string& name, GroupKind kind) {
+  for (const BenchCase& c : bench_cases()) {
+    if (c.name != name) continue;
+    Graph g;
+    TensorMap inputs;
+    c.make(&g, &inputs);
+    std::vector<TensorType> types;
+    for (ValueId v : g.inputs()) types.push_back({inputs.at(g.value(v).name).dtype(), inputs.at(g.value(v).name).shape()});
+    FusedGraph f = fuse_graph(g, types, FusionOptions{}, nullptr);
+    for (const FusionGroup& grp : f.groups) {
+      std::string why;
+      if (grp.kind != kind) continue;
+      if (std::optional<KernelSpec> spec = lower_group(f, grp, &why)) return *spec;
+    }
+  }
+  fail(ErrorCode::Internal, "bench case '", name, "' has no lowerable ", group_kind_name(kind), " group");
+}
+
+// Time to compile one kernel of each kind with LLVM, from the benchmark cases: pointwise
+// (the 5-op chain), reduction (residual + LayerNorm), gemm (MatMul + bias + GELU, 128 x 768
+// x 3072), conv (Conv3x3 + folded BN + ReLU). Lowering is outside the timed region;
+// emission, optimization, codegen and linking inside.
+void compile_kind(benchmark::State& state, const char* case_name, GroupKind kind) {
+  KernelSpec spec = spec_of_case(case_name, kind);
   std::unique_ptr<LlvmBackend> llvm = make_llvm_backend();
   for (auto _ : state) benchmark::DoNotOptimize(llvm->compile(spec));
 }
@@ -106,7 +120,18 @@ int register_all() {
   try {
     Engine probe(EngineOptions{.backend = BackendKind::Llvm, .num_threads = 1});
     backends.push_back(BackendKind::Llvm);
-    benchmark::RegisterBenchmark("compile/pointwise/llvm", compile_pointwise)->Unit(benchmark::kMillisecond);
+    const struct {
+      const char* kind;
+      const char* bench_case;
+      GroupKind group;
+    } compiles[] = {{"pointwise", "eltwise_chain5_16M", GroupKind::Pointwise},
+                    {"reduction", "residual_layernorm_128x768", GroupKind::Reduction},
+                    {"gemm", "matmul_bias_gelu_128x768x3072", GroupKind::Contraction},
+                    {"conv", "conv3x3_bn_relu_64x56x56", GroupKind::Contraction}};
+    for (const auto& c : compiles)
+      benchmark::RegisterBenchmark((std::string("compile/") + c.kind + "/llvm").c_str(), compile_kind, c.bench_case,
+                                   c.group)
+          ->Unit(benchmark::kMillisecond);
   } catch (const Error& e) {
     benchmark::AddCustomContext("llvm", e.what());
   }

@@ -17,9 +17,6 @@ namespace fusor {
 struct LlvmBackend::Impl {
   Options options;
   std::unique_ptr<LlvmJit> jit;
-  // Symbols must be unique among live functions of the JIT; two compiles of equal specs
-  // (the cache may release one while another thread compiles it again) differ here.
-  std::atomic<uint64_t> next{0};
   int64_t vector_floats = 8;  // floats per vector register: 16 with AVX-512, else 8 (AVX2)
 };
 
@@ -49,27 +46,50 @@ std::string LlvmBackend::target_description() const { return impl_->jit->target_
 
 const LlvmBackend::Options& LlvmBackend::options() const { return impl_->options; }
 
-std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spec) {
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+
+// The kernel's entry symbol: one per spec, so an object from the disk store is found by
+// name (each kernel has its own JITDylib, so equal names never clash).
+std::string kernel_symbol(const KernelSpec& spec) {
   char symbol[64];
-  std::snprintf(symbol, sizeof symbol, "fusor_k%016" PRIx64 "_%" PRIu64, spec.hash(), impl_->next.fetch_add(1));
+  std::snprintf(symbol, sizeof symbol, "fusor_k%016" PRIx64, spec.hash());
+  return symbol;
+}
+
+}  // namespace
+
+// What a kernel needs besides its code, derived from the spec alone (so a kernel loaded from
+// its object gets the same): the task count and the constants it reads packed.
+void LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const {
   std::string why;
   if (!llvm_supports(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
-  auto kernel = std::make_shared<CompiledKernel>();
-  kernel->tasks = spec.tasks;
-  std::string ir;
+  const std::string symbol = kernel_symbol(spec);
+  kernel.spec = spec;
+  kernel.tasks = spec.tasks;
   switch (spec.kind) {
-    case KernelKind::RowReduction: ir = emit_reduction_ir(spec, symbol); break;
+    case KernelKind::RowReduction:
+      if (ir) *ir = emit_reduction_ir(spec, symbol);
+      break;
     case KernelKind::Contraction: {
       const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats);
-      ir = emit_contraction_ir(spec, symbol, t);
-      kernel->tasks = t.tasks();
+      if (ir) *ir = emit_contraction_ir(spec, symbol, t);
+      kernel.tasks = t.tasks();
       if (t.prepack_b)
-        kernel->prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, t.nr), t.nr});
+        kernel.prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, t.nr), t.nr});
       break;
     }
-    default: ir = emit_pointwise_ir(spec, symbol); break;
+    default:
+      if (ir) *ir = emit_pointwise_ir(spec, symbol);
+      break;
   }
+}
+
+std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spec) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string symbol = kernel_symbol(spec);
+  auto kernel = std::make_shared<CompiledKernel>();
+  std::string ir;
+  describe(spec, *kernel, &ir);
   LlvmJit::CompileOptions jit_options;
   jit_options.dump_dir = impl_->options.dump_dir;
   if (!jit_options.dump_dir.empty()) {
@@ -81,11 +101,23 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spe
   }
   kernel->code = impl_->jit->compile(ir, symbol, jit_options);
   kernel->fn = kernel->code.as<CompiledKernel::Fn>();
-  kernel->spec = spec;
   kernel->compile_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
   return kernel;
 }
+
+std::shared_ptr<const CompiledKernel> LlvmBackend::load(const KernelSpec& spec, const std::string& object) {
+  const auto start = std::chrono::steady_clock::now();
+  auto kernel = std::make_shared<CompiledKernel>();
+  describe(spec, *kernel, nullptr);
+  kernel->code = impl_->jit->load(object, kernel_symbol(spec));
+  kernel->fn = kernel->code.as<CompiledKernel::Fn>();
+  kernel->compile_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  return kernel;
+}
+
+std::string LlvmBackend::compiler_version() const { return "llvm-" + LlvmJit::llvm_version(); }
 
 std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
   auto impl = std::make_unique<LlvmBackend::Impl>();

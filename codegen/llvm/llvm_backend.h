@@ -60,10 +60,18 @@ class LlvmBackend {
 
   /// Whether compile() takes `spec`; *why (if given) says why not.
   bool supports(const KernelSpec& spec, std::string* why) const;
-  /// Compiles `spec` under a fresh symbol "fusor_k<hash>_<n>". Throws Error(Unsupported)
-  /// when supports() is false, Error(CompileFailed) with LLVM's message and the IR when
-  /// LLVM rejects it, Error(Io) when a dump cannot be written.
+  /// Compiles `spec` under the symbol "fusor_k<hash>" (in a JITDylib of its own, so equal
+  /// specs compiled twice never clash). Throws Error(Unsupported) when supports() is false,
+  /// Error(CompileFailed) with LLVM's message and the IR when LLVM rejects it, Error(Io)
+  /// when a dump cannot be written.
   std::shared_ptr<const CompiledKernel> compile(const KernelSpec& spec);
+  /// The kernel of `spec` from `object` (a CompiledKernel::code.object() of an equal spec
+  /// compiled by this LLVM version for this target, e.g. from the disk store), linked
+  /// without compiling. Throws Error(Unsupported) as compile() does, Error(CompileFailed)
+  /// when the object is malformed or lacks the kernel.
+  std::shared_ptr<const CompiledKernel> load(const KernelSpec& spec, const std::string& object);
+  /// The code generator's version ("llvm-16.0.6"), part of persisted kernels' keys.
+  std::string compiler_version() const;
   /// The JIT's target (triple, CPU, features).
   std::string target_description() const;
   /// The options it was made with.
@@ -72,6 +80,7 @@ class LlvmBackend {
   struct Impl;  // defined in the .cpp
 
  private:
+  void describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const;
   friend std::unique_ptr<LlvmBackend> make_llvm_backend(Options options);
   explicit LlvmBackend(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -5,6 +5,7 @@
 #include "codegen/packing.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -81,11 +83,19 @@ struct LlvmJit::Impl {
   std::string cpu;
   std::string triple;
   std::string feature_string;  // the full "+a,-b,..." list given to the target
+  llvm::orc::JITDylib* process = nullptr;  // the process and runtime symbols
+  std::atomic<uint64_t> next_dylib{0};
 };
 
+// Note [One JITDylib per function]
+// Each compiled function is linked into a JITDylib of its own (linked against the process
+// and runtime symbols), and removing that JITDylib frees its code. So symbols never clash:
+// the same relocatable object, e.g. from the disk store, may be loaded any number of
+// times, and a cache that evicted a kernel still referenced by a plan can load it again.
 struct LlvmJit::CompiledFunction::Tracker {
   std::shared_ptr<LlvmJit::Impl> owner;  // keeps the LLJIT alive while code is live
-  llvm::orc::ResourceTrackerSP tracker;
+  llvm::orc::JITDylib* dylib = nullptr;
+  llvm::Error remove() { return owner->jit->getExecutionSession().removeJITDylib(*dylib); }
 };
 
 // Note [Host features, not the CPU name]
@@ -166,7 +176,7 @@ std::unique_ptr<LlvmJit> LlvmJit::create() {
   if (llvm::Error err = process_dylib.define(llvm::orc::absoluteSymbols(std::move(runtime)))) {
     fail(ErrorCode::DeviceUnavailable, "llvm backend: cannot define the runtime symbols: ", take_message(std::move(err)));
   }
-  impl->jit->getMainJITDylib().addToLinkOrder(process_dylib);
+  impl->process = &process_dylib;
   return std::unique_ptr<LlvmJit>(new LlvmJit(std::move(impl)));
 }
 
@@ -285,61 +295,89 @@ LlvmJit::CompiledFunction LlvmJit::compile(const std::string& llvm_ir_text, cons
     write_file(options.dump_dir + "/" + symbol + ".s", assembly);
   }
 
-  llvm::orc::ResourceTrackerSP tracker = impl.jit->getMainJITDylib().createResourceTracker();
-  // On any failure below the tracker's code, if any was added, is removed again.
-  auto drop = [&tracker] { llvm::consumeError(tracker->remove()); };
-  if (llvm::Error err = impl.jit->addIRModule(
-          tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
-    drop();
-    compile_failed(symbol, take_message(std::move(err)), llvm_ir_text);
+  // Code generation to a relocatable object, then linking it (Note [One JITDylib per
+  // function]): the object is what the disk store keeps.
+  std::string object;
+  {
+    llvm::SmallString<0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+      compile_failed(symbol, "the target cannot emit object files", llvm_ir_text);
+    pm.run(*module);
+    object.assign(buffer.begin(), buffer.end());
   }
-  t_session_errors.clear();
-  auto address = impl.jit->lookup(symbol);  // code generation and linking happen here
-  if (!address) {
-    std::string msg = take_message(address.takeError());
-    if (!t_session_errors.empty()) msg += "\n" + t_session_errors;
-    t_session_errors.clear();
-    drop();
-    compile_failed(symbol, msg, llvm_ir_text);
-  }
-
-  CompiledFunction fn;
-  fn.tracker_ = std::make_unique<CompiledFunction::Tracker>(CompiledFunction::Tracker{impl_, tracker});
-  fn.address_ = address->toPtr<void*>();
-  fn.symbol_ = symbol;
+  CompiledFunction fn = load(object, symbol);
   fn.compile_us_ = std::chrono::duration_cast<std::chrono::microseconds>(
                        std::chrono::steady_clock::now() - start)
                        .count();
   return fn;
 }
 
+LlvmJit::CompiledFunction LlvmJit::load(const std::string& object, const std::string& symbol) {
+  const auto start = std::chrono::steady_clock::now();
+  Impl& impl = *impl_;
+  llvm::orc::ExecutionSession& es = impl.jit->getExecutionSession();
+  llvm::orc::JITDylib& dylib = es.createBareJITDylib("<" + symbol + "#" + std::to_string(impl.next_dylib++) + ">");
+  dylib.addToLinkOrder(*impl.process);
+  auto tracker = std::make_unique<CompiledFunction::Tracker>(CompiledFunction::Tracker{impl_, &dylib});
+  auto drop = [&tracker] { llvm::consumeError(tracker->remove()); };
+  if (llvm::Error err = impl.jit->addObjectFile(
+          dylib, llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), symbol + ".o"))) {
+    drop();
+    compile_failed(symbol, "cannot add the object: " + take_message(std::move(err)), "");
+  }
+  t_session_errors.clear();
+  auto address = impl.jit->lookup(dylib, symbol);  // linking happens here
+  if (!address) {
+    std::string msg = take_message(address.takeError());
+    if (!t_session_errors.empty()) msg += "\n" + t_session_errors;
+    t_session_errors.clear();
+    drop();
+    compile_failed(symbol, msg, "");
+  }
+  CompiledFunction fn;
+  fn.tracker_ = std::move(tracker);
+  fn.address_ = address->toPtr<void*>();
+  fn.symbol_ = symbol;
+  fn.object_ = object;
+  fn.compile_us_ = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  return fn;
+}
+
+std::string LlvmJit::llvm_version() { return LLVM_VERSION_STRING; }
+
 LlvmJit::CompiledFunction::CompiledFunction() = default;
 LlvmJit::CompiledFunction::CompiledFunction(CompiledFunction&& other) noexcept
     : tracker_(std::move(other.tracker_)),
       address_(std::exchange(other.address_, nullptr)),
       symbol_(std::move(other.symbol_)),
+      object_(std::move(other.object_)),
       compile_us_(other.compile_us_) {}
 
 LlvmJit::CompiledFunction& LlvmJit::CompiledFunction::operator=(CompiledFunction&& other) noexcept {
   if (this != &other) {
-    if (tracker_) llvm::consumeError(tracker_->tracker->remove());
+    if (tracker_) llvm::consumeError(tracker_->remove());
     tracker_ = std::move(other.tracker_);
     address_ = std::exchange(other.address_, nullptr);
     symbol_ = std::move(other.symbol_);
+    object_ = std::move(other.object_);
     compile_us_ = other.compile_us_;
   }
   return *this;
 }
 
 LlvmJit::CompiledFunction::~CompiledFunction() {
-  if (tracker_) llvm::consumeError(tracker_->tracker->remove());
+  if (tracker_) llvm::consumeError(tracker_->remove());
 }
 
 void LlvmJit::CompiledFunction::release() {
   if (!tracker_) return;
   std::unique_ptr<Tracker> t = std::move(tracker_);
   address_ = nullptr;
-  if (llvm::Error err = t->tracker->remove()) {
+  if (llvm::Error err = t->remove()) {
     fail(ErrorCode::Internal, "llvm backend: cannot remove the code of '", symbol_, "': ",
          take_message(std::move(err)));
   }

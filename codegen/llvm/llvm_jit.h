@@ -45,6 +45,8 @@ class LlvmJit {
     }
     /// The symbol that was looked up.
     const std::string& symbol() const { return symbol_; }
+    /// The relocatable object the code was linked from (load() takes it back).
+    const std::string& object() const { return object_; }
     /// Wall time of compile() (parse, optimize, codegen, link, dumps) in microseconds.
     int64_t compile_us() const { return compile_us_; }
     /// Whether the handle still owns code.
@@ -60,6 +62,7 @@ class LlvmJit {
     std::unique_ptr<Tracker> tracker_;
     void* address_ = nullptr;
     std::string symbol_;
+    std::string object_;
     int64_t compile_us_ = 0;
   };
 
@@ -73,14 +76,21 @@ class LlvmJit {
   LlvmJit& operator=(const LlvmJit&) = delete;
 
   /// Parses `llvm_ir_text` (textual LLVM IR, a .ll file's contents), verifies it, runs the
-  /// -O3 module pipeline for the host target, compiles it and returns the address of
-  /// `symbol`. Each call adds one module under its own tracker; a symbol must not be
-  /// defined by two live functions at once. Throws Error(CompileFailed) carrying LLVM's
+  /// -O3 module pipeline for the host target, compiles it to a relocatable object, links
+  /// that into a JITDylib of its own and returns the address of `symbol` (so equal symbols
+  /// of different functions never clash). Throws Error(CompileFailed) carrying LLVM's
   /// message and the IR text (truncated when huge); Error(Io) if a dump cannot be written.
   CompiledFunction compile(const std::string& llvm_ir_text, const std::string& symbol,
                            const CompileOptions& options);
   /// compile() with default options (no dumps).
   CompiledFunction compile(const std::string& llvm_ir_text, const std::string& symbol);
+  /// Links `object` (a CompiledFunction::object() made by this LLVM version for this target,
+  /// e.g. read back from the disk store) and returns the address of `symbol` in it, with
+  /// no compilation. Throws Error(CompileFailed) when the object is malformed or does not
+  /// define `symbol`.
+  CompiledFunction load(const std::string& object, const std::string& symbol);
+  /// The LLVM version built in ("16.0.6"), part of persisted kernels' keys.
+  static std::string llvm_version();
 
   /// The target: triple, CPU name and the enabled features, e.g.
   /// "x86_64-pc-linux-gnu cpu=znver4 features=+adx,+aes,...,+avx2,...,+avx512f,...".

@@ -28,6 +28,10 @@ LlvmJit::CompiledFunction LlvmJit::compile(const std::string&, const std::string
 LlvmJit::CompiledFunction LlvmJit::compile(const std::string& ir, const std::string& symbol) {
   return compile(ir, symbol, CompileOptions{});
 }
+LlvmJit::CompiledFunction LlvmJit::load(const std::string&, const std::string&) {
+  fail(ErrorCode::DeviceUnavailable, "llvm backend: not built in");
+}
+std::string LlvmJit::llvm_version() { return "none"; }
 std::string LlvmJit::target_description() const { return "llvm backend not built in"; }
 
 LlvmJit::CompiledFunction::CompiledFunction() = default;
@@ -35,11 +39,13 @@ LlvmJit::CompiledFunction::CompiledFunction(CompiledFunction&& other) noexcept
     : tracker_(std::move(other.tracker_)),
       address_(std::exchange(other.address_, nullptr)),
       symbol_(std::move(other.symbol_)),
+      object_(std::move(other.object_)),
       compile_us_(other.compile_us_) {}
 LlvmJit::CompiledFunction& LlvmJit::CompiledFunction::operator=(CompiledFunction&& other) noexcept {
   tracker_ = std::move(other.tracker_);
   address_ = std::exchange(other.address_, nullptr);
   symbol_ = std::move(other.symbol_);
+  object_ = std::move(other.object_);
   compile_us_ = other.compile_us_;
   return *this;
 }

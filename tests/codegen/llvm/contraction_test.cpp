@@ -233,6 +233,29 @@ output y
     }
   }
 
+  TEST_CASE("a kernel loaded from its object computes what the compiled one does") {
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "2"}, {"@M@", "13"}, {"@K@", "40"}, {"@N@", "70"}}), {});
+    std::map<std::string, Tensor> inputs{{"a", test::randn({2, 13, 40}, 4)}};
+    std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
+    for (const FusionGroup& grp : f.groups) {
+      if (grp.kind != GroupKind::Contraction) continue;
+      std::string why;
+      std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+      REQUIRE(spec);
+      std::shared_ptr<const CompiledKernel> compiled = be->compile(*spec);
+      std::shared_ptr<const CompiledKernel> loaded = be->load(*spec, compiled->code.object());
+      CHECK(loaded->tasks == compiled->tasks);
+      CHECK(loaded->prepacks.size() == compiled->prepacks.size());
+      test::KernelRuns a = test::run_kernel(*compiled, *spec, f, values, false);
+      compiled.reset();  // the loaded code is its own
+      test::KernelRuns b = test::run_kernel(*loaded, *spec, f, values, false);
+      for (size_t i = 0; i < spec->buffers.size(); ++i)
+        if (spec->buffers[i].output) FUSOR_CHECK_CLOSE(a.serial[i], b.serial[i], 0, 0);
+    }
+  }
+
   TEST_CASE("declined contractions say why") {
     std::string why;
     KernelSpec s;

@@ -193,22 +193,43 @@ TEST_SUITE("llvm/jit") {
     CHECK(fn.as<float (*)(float)>()(1.0f) == doctest::Approx(2.718281828).epsilon(1e-6));
   }
 
-  TEST_CASE("a released symbol can be compiled again") {
+  TEST_CASE("equal symbols live side by side and release independently") {
     auto jit = jit_or_skip();
     if (!jit) return;
     LlvmJit::CompiledFunction first = jit->compile(add_ir("add_again"), "add_again");
     CHECK(run_add(first.as<AddFn>(), 16) == 0);
-    std::string msg;
-    CHECK(error_of([&] { jit->compile(add_ir("add_again"), "add_again"); }, &msg) ==
-          ErrorCode::CompileFailed);  // still live: a duplicate definition
+    // Each function has its own JITDylib: a second definition of the symbol is no clash.
+    LlvmJit::CompiledFunction second = jit->compile(add_ir("add_again"), "add_again");
+    CHECK(second.address() != first.address());
     first.release();
     CHECK(!first);
     CHECK(first.address() == nullptr);
     first.release();  // twice is a no-op
-    LlvmJit::CompiledFunction second = jit->compile(add_ir("add_again"), "add_again");
-    CHECK(run_add(second.as<AddFn>(), 1000) == 0);
+    CHECK(run_add(second.as<AddFn>(), 1000) == 0);  // untouched by the other's release
     { LlvmJit::CompiledFunction moved = std::move(second); }  // destruction releases too
     CHECK(run_add(jit->compile(add_ir("add_again"), "add_again").as<AddFn>(), 15) == 0);
+  }
+
+  TEST_CASE("a compiled object loads again without compiling") {
+    auto jit = jit_or_skip();
+    if (!jit) return;
+    LlvmJit::CompiledFunction fn = jit->compile(add_ir("add_obj"), "add_obj");
+    REQUIRE(!fn.object().empty());
+    LlvmJit::CompiledFunction a = jit->load(fn.object(), "add_obj");
+    LlvmJit::CompiledFunction b = jit->load(fn.object(), "add_obj");
+    fn.release();
+    CHECK(run_add(a.as<AddFn>(), 31) == 0);
+    CHECK(run_add(b.as<AddFn>(), 64) == 0);
+    CHECK(a.object() == b.object());
+    // Another process's JIT (a fresh one) links the same bytes.
+    auto other = LlvmJit::create();
+    CHECK(run_add(other->load(a.object(), "add_obj").as<AddFn>(), 7) == 0);
+    std::string msg;
+    CHECK(error_of([&] { jit->load("not an object file", "add_obj"); }, &msg) == ErrorCode::CompileFailed);
+    CHECK(error_of([&] { jit->load(a.object(), "no_such_symbol"); }, &msg) == ErrorCode::CompileFailed);
+    CHECK(msg.find("no_such_symbol") != std::string::npos);
+    std::string truncated = a.object().substr(0, a.object().size() / 2);
+    CHECK(error_of([&] { jit->load(truncated, "add_obj"); }, &msg) == ErrorCode::CompileFailed);
   }
 
   TEST_CASE("a function outlives the JIT that made it") {
