@@ -58,17 +58,49 @@ bool ContractionSpec::operator==(const ContractionSpec& o) const {
 
 namespace {
 
-void hash_ints(Hasher& h, const std::vector<int64_t>& v) {
+// Writes the words it is fed, little-endian: the serialized form key_bytes() returns. It
+// takes the same calls as Hasher, so one walk over the spec (feed) defines both.
+class WordWriter {
+ public:
+  WordWriter& u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(char((v >> (8 * i)) & 0xff));
+    return *this;
+  }
+  WordWriter& i64(int64_t v) { return u64(uint64_t(v)); }
+  WordWriter& f64(double v) {
+    uint64_t b;
+    std::memcpy(&b, &v, 8);
+    return u64(b);
+  }
+  WordWriter& str(std::string_view s) {
+    u64(s.size());
+    out_.append(s);
+    return *this;
+  }
+  WordWriter& bytes(const void* data, size_t n) {
+    out_.append(static_cast<const char*>(data), n);
+    return *this;
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+template <class H>
+void hash_ints(H& h, const std::vector<int64_t>& v) {
   h.u64(v.size());
   for (int64_t x : v) h.i64(x);
 }
 
-void hash_access(Hasher& h, const StridedAccess& a) {
+template <class H>
+void hash_access(H& h, const StridedAccess& a) {
   h.i64(a.buffer).u64(uint64_t(a.dtype)).i64(a.offset);
   hash_ints(h, a.strides);
 }
 
-void hash_graph(Hasher& h, const ExprGraph& g) {
+template <class H>
+void hash_graph(H& h, const ExprGraph& g) {
   h.u64(g.nodes.size());
   for (const ScalarExpr& e : g.nodes)
     h.u64(uint64_t(e.op)).u64(uint64_t(e.dtype)).i64(e.args[0]).i64(e.args[1]).i64(e.args[2]).i64(e.load).f64(e.value);
@@ -101,10 +133,11 @@ void print_graph(std::ostringstream& os, const char* title, const ExprGraph& g) 
   for (const auto& s : g.stores) os << "    store %" << s.node << " -> access " << s.access << "\n";
 }
 
-}  // namespace
-
-uint64_t KernelSpec::hash() const {
-  Hasher h;
+// Feeds every field that affects the generated code (not names) to h.
+template <class H>
+void feed(H& h, const KernelSpec& spec) {
+  const auto& [kind, name, buffers, tasks, pointwise, reduction, contraction, attention] = spec;
+  (void)name;
   h.str("KernelSpec-v1").u64(uint64_t(kind)).i64(tasks).u64(buffers.size());
   for (const BufferSpec& b : buffers) h.u64(uint64_t(b.dtype)).i64(b.elements).u64(b.output).u64(b.constant);
   switch (kind) {
@@ -136,7 +169,20 @@ uint64_t KernelSpec::hash() const {
       hash_graph(h, attention.epilogue);
       break;
   }
+}
+
+}  // namespace
+
+uint64_t KernelSpec::hash() const {
+  Hasher h;
+  feed(h, *this);
   return h.digest();
+}
+
+std::string KernelSpec::key_bytes() const {
+  WordWriter w;
+  feed(w, *this);
+  return w.take();
 }
 
 bool KernelSpec::same_code(const KernelSpec& o) const {

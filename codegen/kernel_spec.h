@@ -145,6 +145,8 @@ struct KernelSpec {
 
   /// Deterministic hash of everything that affects the generated code (not names).
   uint64_t hash() const;
+  /// Everything hash() covers, serialized (the full key a persisted kernel is stored under).
+  std::string key_bytes() const;
   /// Equality of everything hash() covers (a cache hit compares full specs).
   bool same_code(const KernelSpec& o) const;
   /// A readable multi-line description (used as the comment atop generated source).

@@ -40,31 +40,32 @@ int64_t b_columns(const ContractionSpec& c) {
   return c.kind == ContractionSpec::Kind::Conv2d ? c.conv.m / c.conv.group : c.n;
 }
 
-int64_t packed_b_floats(const ContractionSpec& c, int64_t nr) {
-  return packed_b_batches(c) * ceil_div(b_columns(c), nr) * reduction_length(c) * nr;
+int64_t packed_b_floats(const ContractionSpec& c, int64_t width) {
+  return packed_b_batches(c) * ceil_div(b_columns(c), width) * reduction_length(c) * width;
 }
 
-void pack_b(const ContractionSpec& c, int64_t nr, const float* b, float* dst) {
-  FUSOR_ASSERT(nr > 0, "pack_b: panel width");
-  const int64_t n = b_columns(c), k = reduction_length(c), panels = ceil_div(n, nr);
+void pack_b(const ContractionSpec& c, int64_t width, const float* b, float* dst) {
+  FUSOR_ASSERT(width > 0, "pack_b: width");
+  const int64_t n = b_columns(c), k = reduction_length(c), blocks = ceil_div(n, width);
   if (c.kind == ContractionSpec::Kind::Conv2d) {
     const Conv2dParams& p = c.conv;
     const int64_t cg = p.c / p.group, mg = p.m / p.group;
     const std::vector<int64_t>& s = c.b.strides;  // over [M, C/group, kh, kw]
     for (int64_t g = 0; g < p.group; ++g)
-      for (int64_t panel = 0; panel < panels; ++panel) {
-        const int64_t j0 = panel * nr, valid = std::min(nr, n - j0);
-        float* out = dst + (g * panels + panel) * k * nr;
+      for (int64_t tile = 0; tile < blocks; ++tile) {
+        const int64_t j0 = tile * width, valid = std::min(width, n - j0);
+        float* out = dst + (g * blocks + tile) * k * width;
         for (int64_t y = 0; y < p.kh; ++y)
           for (int64_t x = 0; x < p.kw; ++x)
-            for (int64_t ci = 0; ci < cg; ++ci, out += nr) {
+            for (int64_t ci = 0; ci < cg; ++ci, out += width) {
               const float* src = b + c.b.offset + (g * mg + j0) * s[0] + ci * s[1] + y * s[2] + x * s[3];
               for (int64_t j = 0; j < valid; ++j) out[j] = src[j * s[0]];
-              for (int64_t j = valid; j < nr; ++j) out[j] = 0.0f;
+              for (int64_t j = valid; j < width; ++j) out[j] = 0.0f;
             }
       }
     return;
   }
+  const int64_t nr = width, panels = blocks;
   const size_t r = c.batch.size();
   const int64_t batches = packed_b_batches(c);
   std::vector<int64_t> idx(r, 0);

@@ -5,19 +5,19 @@
 //
 // Note [Packed layouts]
 // ~~~~~~~~~~~~~~~~~~~~~
-// A micro-kernel computes an MR x NR tile of C with NR/VL vector accumulators per row. It
-// reads B as panels of NR columns, each panel [k][NR] contiguous (zero-padded past the last
-// column), so every k step is NR/VL aligned vector loads from one stream:
-//   GEMM B:       [batch_b][panel][k][NR]; batch_b is 1 when B does not vary over the
-//                 batch dims (all its batch strides 0), else every batch index in row-major
-//                 order.
-//   Conv weights: [group][panel][kh][kw][c][NR] with c over the group's input channels: the
-//                 reduction index runs (kh, kw, c), so for a fixed filter tap the kernel
-//                 reads the input image at one (h, w) shift through every channel.
-// A is read in place (one broadcast per row and k step) or, for a convolution tile that
-// touches the padding, packed per tile as [kh][kw][c][MR] with zeros where the window
-// leaves the image (pack_conv_tile).
-// Constant B operands (weights) are packed once per plan (pack_b); a non-constant GEMM B is
+// A micro-kernel computes an MR x NR tile of C with NR/VL vector accumulators per row; per k
+// step it loads NR/VL vectors of B and broadcasts MR elements of A. The layouts it reads:
+//   GEMM B:       [batch_b][panel][k][NR]: panels of NR columns, zero-padded past the last
+//                 column; batch_b is 1 when B does not vary over the batch dims (all its
+//                 batch strides 0), else every batch index in row-major order.
+//   Conv weights: A of a convolution (rows = output channels), [group][mtile][kh][kw][c][MR]
+//                 with c over the group's input channels and rows past the group's last
+//                 channel zero: the reduction index runs (kh, kw, c), so for a fixed filter
+//                 tap the kernel reads the image at one (h, w) shift through every channel.
+//   Conv panel:   B of a strided convolution, NR output pixels of one output row as
+//                 [kh][kw][c][NR] with zeros where the window leaves the image
+//                 (fusor_rt_pack_conv_tile); unit-stride convolutions read the image itself.
+// Constant operands (weights) are packed once per plan (pack_b); a non-constant GEMM B is
 // packed panel by panel inside the kernel (fusor_rt_pack_panel).
 #pragma once
 
@@ -30,17 +30,19 @@ namespace fusor {
 /// Whether a contraction's B operand varies over its batch dims (GEMM only; conv weights
 /// vary over groups, see packed_b_batches).
 bool b_varies_over_batch(const ContractionSpec& c);
-/// How many [panel][k][NR] blocks a packed B holds (Note [Packed layouts]).
+/// How many blocks a packed B holds (Note [Packed layouts]): GEMM batches, conv groups.
 int64_t packed_b_batches(const ContractionSpec& c);
 /// The reduction length a micro-kernel walks: k (GEMM) or C/group * kh * kw (conv).
 int64_t reduction_length(const ContractionSpec& c);
-/// The columns of B: n (GEMM) or M/group (conv).
+/// The width the packed operand is split along: n (GEMM B's columns) or M/group (conv
+/// weights' output channels).
 int64_t b_columns(const ContractionSpec& c);
-/// Floats of B packed in panels of `nr` columns.
-int64_t packed_b_floats(const ContractionSpec& c, int64_t nr);
-/// Packs the contraction's B operand (the buffer c.b.buffer points at, read through c.b)
-/// into `dst` (packed_b_floats(c, nr) floats), as Note [Packed layouts] says.
-void pack_b(const ContractionSpec& c, int64_t nr, const float* b_buffer, float* dst);
+/// Floats of the spec's B operand packed with `width` (NR of a GEMM, MR of a conv).
+int64_t packed_b_floats(const ContractionSpec& c, int64_t width);
+/// Packs the contraction's B operand (the buffer c.b.buffer points at, read through c.b:
+/// a GEMM's B or a convolution's weights) into `dst` (packed_b_floats(c, width) floats), as
+/// Note [Packed layouts] says.
+void pack_b(const ContractionSpec& c, int64_t width, const float* b_buffer, float* dst);
 
 /// The geometry pack_conv_tile reads, as the int64 array JIT code passes (one per kernel).
 enum ConvGeo : int {
@@ -54,7 +56,7 @@ extern "C" {
 /// One B panel: dst[kk * nr + j] = src[kk * sk + j * sn] for j < n_valid, 0 for
 /// n_valid <= j < nr, kk < k. Called by JIT kernels for a non-constant B.
 void fusor_rt_pack_panel(const float* src, int64_t sk, int64_t sn, int64_t k, int64_t n_valid, int64_t nr, float* dst);
-/// One convolution A tile of output row `oh`, columns [ow0, ow0 + mr_valid): dst is
+/// One convolution panel of output row `oh`, columns [ow0, ow0 + mr_valid): dst is
 /// [kh][kw][c][mr] (columns past mr_valid and taps in the padding are 0). `x` points at the
 /// tile's image and group (channel 0 of the group); geo is indexed by fusor::ConvGeo.
 void fusor_rt_pack_conv_tile(const float* x, const int64_t* geo, int64_t oh, int64_t ow0, int64_t mr_valid, int64_t mr,

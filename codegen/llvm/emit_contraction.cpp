@@ -14,36 +14,37 @@ namespace fusor {
 
 // Note [Contraction kernels]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Every contraction is computed as C[row, col] = Σ_kk A[row, kk] · B[kk, col] per batch:
-//   GEMM    rows = m, cols = n, kk over k, batch = the output's batch dims;
-//   Conv2d  rows = output pixels (oh, ow), cols = output channels of a group, kk over
-//           (kh, kw, c) of the group's input channels, batch = (image, group).
-// A tile of MR rows x NR = NV*VL columns is accumulated in MR*NV vector registers by a
+// Every contraction is computed as C[row, col] = Σ_kk A[row, kk] · B[kk, col] per batch,
+// in tiles of MR rows x NR = NV*VL columns accumulated in MR*NV vector registers by a
 // micro-kernel (an internal alwaysinline function whose accumulators are SSA vectors):
-// each k step loads NV vectors of a packed B panel (codegen/packing.h) and broadcasts one
-// A element per row, MR*NV FMAs. A is read in place: row i's element kk at
-// a_i + kk * step, which covers a GEMM's A with any strides and a 1x1 stride-1 unpadded
-// convolution over its flattened pixels (`flat` forms). Other convolutions tile each output
-// row (`conv_rows`): a tile whose window stays inside the image reads the image in place,
-// one segment per filter tap (kh, kw) with kk over channels; a tile touching the padding
-// is packed by fusor_rt_pack_conv_tile into the same (kh, kw, c) order with zeros.
+// each k step loads NV vectors of B and broadcasts one A element per row, MR*NV FMAs.
+//   GEMM       rows m, cols n, batch = the output's batch dims. A is read in place (row
+//              i's element kk at a_i + kk * stride: any strides); B comes in panels of NR
+//              columns, [k][NR] contiguous (codegen/packing.h): packed once per plan when
+//              constant, else one panel at a time on the stack by the kernel.
+//   1x1 conv   (stride 1, no padding) the same GEMM per (image, group): rows = output
+//              channels with the weights as A, cols = pixels with the image as B.
+//   Conv2d     rows = output channels of a group, A = the weights packed once per plan as
+//              [mtile][kh][kw][c][MR]; cols = NR output pixels of one output row. With unit
+//              column stride the pixels are loaded straight from the image: one segment per
+//              filter tap (kh, kw) shifts the image, kk runs over channels, and a lane mask
+//              per tap zeroes what falls in the padding (masked loads never touch it).
+//              Strided convolutions pack each panel with fusor_rt_pack_conv_tile instead.
 // The tile then goes through the epilogue (bias, folded BN, residual, activation: the
-// spec's ExprGraph with Acc = the tile element) and each output element is stored once.
-// The tile passes through a stack array between the two (L1), which lets one epilogue body
-// serve full and edge tiles and lets LLVM vectorize it along the output's contiguous dim.
+// spec's ExprGraph with Acc = the tile element) and each output element is stored once,
+// along the output's contiguous dim (GEMM rows, NCHW pixels). The tile passes through a
+// stack array between the two (L1), which lets one epilogue body serve full and edge tiles.
 //
-// Constant B (weights) is packed once per plan by the runtime (CompiledKernel::prepacks);
-// a non-constant GEMM B is packed one panel at a time on the stack by the kernel.
 // Tasks are (batch, column chunk, row chunk), row chunk fastest, so a thread's contiguous
-// task range shares B panels. Inside a task, panels are the outer loop when B is the
-// larger operand (each panel is read from memory once and stays in L2 while A's rows
-// stream past), tiles otherwise (a conv tile is packed once and meets every panel).
-// Tile sizes minimize the work wasted on edge tiles plus a per-step overhead, within the
-// registers: MR*NV <= 24 of AVX-512's 32 registers, <= 12 of AVX2's 16.
+// task range shares B panels. Inside a task, panels are the outer loop when B is the larger
+// operand or is packed by the kernel (each panel is read or packed once and stays in cache
+// while the rows stream past), tiles otherwise. Tile sizes minimize the work wasted on edge
+// tiles plus a per-step overhead, within the registers: MR*NV <= 24 of AVX-512's 32
+// registers, <= 12 of AVX2's 16.
 //
-// Floating point: each output is Σ over kk in order (segment by segment for conv_rows),
-// with FMA: a different order than OpenBLAS's, so results differ from the static
-// backend by rounding (tests bound it by the condition of the sum).
+// Floating point: each output is Σ over kk in order (tap by tap for a conv), with FMA: a
+// different order than OpenBLAS's, so results differ from the static backend by rounding
+// (tests bound it by the condition of the sum).
 
 namespace {
 
@@ -58,17 +59,18 @@ struct EpiAccess {
 
 // The contraction as the tile loops see it.
 struct Form {
-  bool conv = false;                // a convolution tiled by output rows (conv_rows)
-  bool flat = true;                 // rows addressed linearly (GEMM, 1x1 conv)
-  int a_buf = -1, b_buf = -1;       // the buffers read as A (broadcast) and B (panels)
+  bool conv = false;                // Conv2d by output rows (not the 1x1 GEMM form)
+  int a_buf = -1, b_buf = -1;       // the buffers read as A (broadcast) and B (vectors)
   int64_t a_off = 0, b_off = 0;
   std::vector<int64_t> batch;
   int64_t m = 0, n = 0, k = 0;
-  std::vector<int64_t> a_batch;     // A's offset per batch index
-  int64_t a_row = 0, a_k = 0;       // A's stride per row (flat) and per kk (per channel for conv)
-  std::vector<int64_t> b_batch;     // in-place B (GEMM)
-  int64_t b_k = 0, b_n = 0;
+  std::vector<int64_t> a_batch;     // GEMM forms: A in place
+  int64_t a_row = 0, a_k = 0;
+  std::vector<int64_t> b_batch;     // B's offset per batch index (GEMM forms; conv: the image)
+  int64_t b_k = 0, b_n = 0;         // GEMM forms: B in place
   Conv2dParams p{};
+  int64_t sc = 0, sy = 0, sx = 0;   // conv: the image's channel, row and column strides
+  bool direct = false;              // conv: pixels loaded from the image (unit column stride)
   std::vector<EpiAccess> epi;       // per epilogue access
 };
 
@@ -114,44 +116,35 @@ std::optional<Form> make_form(const KernelSpec& spec, std::string* why) {
     if (a.strides.size() != 4) return no("an epilogue access whose strides do not match the output rank");
     if (p.oh > 1 && p.ow > 1 && a.strides[2] != p.ow * a.strides[3])
       return no("an epilogue operand whose pixels are not one strided run (rows and columns do not merge)");
+    f.epi.push_back({{a.strides[0], mg * a.strides[1]}, a.strides[1], pixel_stride(a.strides)});
   }
   f.p = p;
   f.batch = {p.n, p.group};
+  f.m = mg;
+  f.a_buf = c.b.buffer;  // the weights are A, the image is B
+  f.b_buf = c.a.buffer;
+  f.a_off = c.b.offset;
+  f.b_off = c.a.offset;
+  f.b_batch = {sx[0], cg * sx[1]};
   if (p.kh == 1 && p.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 && p.pad_l == 0 &&
       (p.oh == 1 || p.ow == 1 || sx[2] == p.ow * sx[3])) {
-    // A 1x1 convolution is a GEMM per image and group: out[channel, pixel] =
-    // Σ_c W[channel, c] · X[c, pixel]. The weights are A (broadcast), the image is B (panels
-    // of pixels), so the epilogue runs along pixels, NCHW's contiguous dim.
-    f.a_buf = c.b.buffer;
-    f.b_buf = c.a.buffer;
-    f.a_off = c.b.offset;
-    f.b_off = c.a.offset;
-    f.m = mg;
+    // 1x1: out[channel, pixel] = Σ_c W[channel, c] · X[c, pixel], a GEMM with any strides.
     f.n = p.oh * p.ow;
     f.k = cg;
     f.a_batch = {0, mg * sw[0]};
     f.a_row = sw[0];
     f.a_k = sw[1];
-    f.b_batch = {sx[0], cg * sx[1]};
     f.b_k = sx[1];
     f.b_n = pixel_stride(sx);
-    for (const StridedAccess& a : c.epilogue.accesses)
-      f.epi.push_back({{a.strides[0], mg * a.strides[1]}, a.strides[1], pixel_stride(a.strides)});
     return f;
   }
   f.conv = true;
-  f.flat = false;
-  f.a_buf = c.a.buffer;
-  f.b_buf = c.b.buffer;
-  f.a_off = c.a.offset;
-  f.b_off = c.b.offset;
-  f.m = p.oh * p.ow;
-  f.n = mg;
+  f.n = p.oh * p.ow;
   f.k = cg * p.kh * p.kw;
-  f.a_batch = {sx[0], cg * sx[1]};
-  f.a_k = sx[1];
-  for (const StridedAccess& a : c.epilogue.accesses)
-    f.epi.push_back({{a.strides[0], mg * a.strides[1]}, pixel_stride(a.strides), a.strides[1]});
+  f.sc = sx[1];
+  f.sy = sx[2];
+  f.sx = sx[3];
+  f.direct = p.stride_w == 1 && sx[3] == 1;
   return f;
 }
 
@@ -163,23 +156,39 @@ int64_t product(const std::vector<int64_t>& v) {
   return p;
 }
 
-int64_t tiles_for(const Form& f, int64_t mr) {
-  return f.flat ? ceil_div(f.m, mr) : f.p.oh * ceil_div(f.p.ow, mr);
-}
+// B panels per batch: NR columns (GEMM) or NR pixels of one output row (conv).
+int64_t panels_for(const Form& f, int64_t nr) { return f.conv ? f.p.oh * ceil_div(f.p.ow, nr) : ceil_div(f.n, nr); }
 
-std::string vec_type(int64_t vl) { return "<" + std::to_string(vl) + " x float>"; }
+std::string vec_type(int64_t vl) {
+  std::string s = "<";  // (built in steps: GCC 12 warns falsely on "<" + std::string)
+  s += std::to_string(vl);
+  s += " x float>";
+  return s;
+}
 std::string i64(int64_t v) { return std::to_string(v); }
 
-// The micro-kernel of Note [Contraction kernels]: @<name>(ptr %a0..., ptr %b, ptr %tile)
-// accumulates Σ over `segs` segments of `ks` steps: row i reads a_i + seg_offset(s) +
-// kk * astep, B reads b + (s * ks + kk) * nr; the tile is stored row-major [mr][nr].
-std::string emit_microkernel(const std::string& name, const ContractionTiling& t, int64_t segs, int64_t ks,
-                             int64_t astep, const std::function<std::string(IrText&, const std::string&)>& seg_offset) {
+// How a micro-kernel reads B (Note [Contraction kernels]).
+struct BRead {
+  bool masked_image = false;  // conv direct: %img, %iy0, %ix0; taps and lane masks
+  int64_t segs = 1;           // segments (filter taps)
+  int64_t ks = 0;             // steps per segment
+  int64_t step = 0;           // elements between k steps (packed panel: nr; image: channel stride)
+};
+
+// A micro-kernel: @<name>(ptr %a0..., <B args>, ptr %tile). Row i's A element of segment s,
+// step kk is at a_i + s * ks * astep + kk * astep; the tile is stored row-major [mr][nr].
+// B args: `ptr %b` (a packed panel: s * ks * nr + kk * nr + v * vl) or, for masked_image,
+// `ptr %img, i64 %iy0, i64 %ix0` (the tap (ky, kx) reads the image at row iy0 + ky * dil_h,
+// columns ix0 + kx * dil_w + lane, channel kk; lanes outside the image read as 0).
+std::string emit_microkernel(const std::string& name, const ContractionTiling& t, const Form& f, const BRead& br,
+                             int64_t astep) {
   const std::string vt = vec_type(t.vl);
+  const std::string mt = "<" + i64(t.vl) + " x i1>";
   std::ostringstream os;
   os << "define internal void @" << name << "(";
   for (int64_t i = 0; i < t.mr; ++i) os << "ptr noalias %a" << i << ", ";
-  os << "ptr noalias %b, ptr noalias %tile) #1 {\nentry:\n  br label %seg\nseg:\n"
+  os << (br.masked_image ? "ptr noalias %img, i64 %iy0, i64 %ix0" : "ptr noalias %b")
+     << ", ptr noalias %tile) #1 {\nentry:\n  br label %seg\nseg:\n"
      << "  %s = phi i64 [ 0, %entry ], [ %s.next, %seg.end ]\n";
   auto acc = [](int64_t i, int64_t v, const char* stage) {
     return "%acc." + std::to_string(i) + "." + std::to_string(v) + "." + stage;
@@ -189,29 +198,74 @@ std::string emit_microkernel(const std::string& name, const ContractionTiling& t
       os << "  " << acc(i, v, "s") << " = phi " << vt << " [ zeroinitializer, %entry ], [ " << acc(i, v, "n")
          << ", %seg.end ]\n";
   IrText sg("g");
-  std::string off = seg_offset(sg, "%s");
+  std::string aoff = sg.op("mul i64 %s, " + i64(br.ks * astep));
   std::vector<std::string> ap;
   for (int64_t i = 0; i < t.mr; ++i)
-    ap.push_back(sg.op("getelementptr float, ptr %a" + i64(i) + ", i64 " + off));
-  std::string bo = sg.op("mul i64 %s, " + i64(ks * t.nr));
-  std::string bs = sg.op("getelementptr inbounds float, ptr %b, i64 " + bo);
+    ap.push_back(sg.op("getelementptr inbounds float, ptr %a" + i64(i) + ", i64 " + aoff));
+  std::string bs;
+  std::vector<std::string> mask;
+  if (br.masked_image) {
+    const Conv2dParams& p = f.p;
+    std::string ky = sg.op("udiv i64 %s, " + i64(p.kw));
+    std::string kx = sg.op("urem i64 %s, " + i64(p.kw));
+    std::string iy = sg.op("add i64 %iy0, " + sg.op("mul i64 " + ky + ", " + i64(p.dil_h)));
+    std::string ix = sg.op("add i64 %ix0, " + sg.op("mul i64 " + kx + ", " + i64(p.dil_w)));
+    std::string y_lo = sg.op("icmp sge i64 " + iy + ", 0");
+    std::string y_hi = sg.op("icmp slt i64 " + iy + ", " + i64(p.h));
+    std::string y_ok = sg.op("and i1 " + y_lo + ", " + y_hi);
+    std::string off = sg.op("add i64 " + sg.op("mul i64 " + iy + ", " + i64(f.sy)) + ", " + ix);
+    bs = sg.op("getelementptr float, ptr %img, i64 " + off);  // may point outside: only masked lanes use it
+    const std::string lanes_t = "<" + i64(t.vl) + " x i64>";
+    std::string lanes = "<";
+    for (int64_t l = 0; l < t.vl; ++l) lanes += (l ? ", i64 " : "i64 ") + i64(l);
+    lanes += ">";
+    std::string ins = sg.op("insertelement " + lanes_t + " poison, i64 " + ix + ", i64 0");
+    std::string ixs = sg.op("shufflevector " + lanes_t + " " + ins + ", " + lanes_t + " poison, <" + i64(t.vl) +
+                            " x i32> zeroinitializer");
+    std::string yins = sg.op("insertelement " + mt + " poison, i1 " + y_ok + ", i64 0");
+    std::string ys = sg.op("shufflevector " + mt + " " + yins + ", " + mt + " poison, <" + i64(t.vl) +
+                           " x i32> zeroinitializer");
+    for (int64_t v = 0; v < t.nv; ++v) {
+      std::string col = sg.op("add " + lanes_t + " " + ixs + ", " + lanes);
+      if (v) col = sg.op("add " + lanes_t + " " + col + ", <" + [&] {
+        std::string c;
+        for (int64_t l = 0; l < t.vl; ++l) c += (l ? ", i64 " : "i64 ") + i64(v * t.vl);
+        return c;
+      }() + ">");
+      std::string lo = sg.op("icmp sge " + lanes_t + " " + col + ", zeroinitializer");
+      std::string hi = sg.op("icmp slt " + lanes_t + " " + col + ", <" + [&] {
+        std::string c;
+        for (int64_t l = 0; l < t.vl; ++l) c += (l ? ", i64 " : "i64 ") + i64(p.w);
+        return c;
+      }() + ">");
+      mask.push_back(sg.op("and " + mt + " " + sg.op("and " + mt + " " + lo + ", " + hi) + ", " + ys));
+    }
+  } else {
+    std::string bo = sg.op("mul i64 %s, " + i64(br.ks * t.nr));
+    bs = sg.op("getelementptr inbounds float, ptr %b, i64 " + bo);
+  }
   os << sg.text() << "  br label %k\nk:\n  %kk = phi i64 [ 0, %seg ], [ %kk.next, %k ]\n";
   for (int64_t i = 0; i < t.mr; ++i)
     for (int64_t v = 0; v < t.nv; ++v)
       os << "  " << acc(i, v, "k") << " = phi " << vt << " [ " << acc(i, v, "s") << ", %seg ], [ " << acc(i, v, "n")
          << ", %k ]\n";
   IrText kb("q");
-  std::string kb_off = kb.op("mul i64 %kk, " + i64(t.nr));
+  std::string kb_off = kb.op("mul i64 %kk, " + i64(br.step));
   std::vector<std::string> bv;
   for (int64_t v = 0; v < t.nv; ++v) {
     std::string o = v ? kb.op("add i64 " + kb_off + ", " + i64(v * t.vl)) : kb_off;
-    std::string p = kb.op("getelementptr inbounds float, ptr " + bs + ", i64 " + o);
-    bv.push_back(kb.op("load " + vt + ", ptr " + p + ", align 4"));
+    if (br.masked_image) {
+      std::string p = kb.op("getelementptr float, ptr " + bs + ", i64 " + o);
+      bv.push_back(kb.op("call " + vt + " @llvm.masked.load.v" + i64(t.vl) + "f32.p0(ptr " + p + ", i32 4, " + mt + " " +
+                         mask[size_t(v)] + ", " + vt + " zeroinitializer)"));
+    } else {
+      std::string p = kb.op("getelementptr inbounds float, ptr " + bs + ", i64 " + o);
+      bv.push_back(kb.op("load " + vt + ", ptr " + p + ", align 4"));
+    }
   }
   std::string ka = astep == 1 ? "%kk" : kb.op("mul i64 %kk, " + i64(astep));
-  std::ostringstream fmas;
   for (int64_t i = 0; i < t.mr; ++i) {
-    std::string p = kb.op("getelementptr float, ptr " + ap[size_t(i)] + ", i64 " + ka);
+    std::string p = kb.op("getelementptr inbounds float, ptr " + ap[size_t(i)] + ", i64 " + ka);
     std::string x = kb.op("load float, ptr " + p + ", align 4");
     std::string ins = kb.op("insertelement " + vt + " poison, float " + x + ", i64 0");
     std::string splat = kb.op("shufflevector " + vt + " " + ins + ", " + vt + " poison, <" + i64(t.vl) +
@@ -220,9 +274,9 @@ std::string emit_microkernel(const std::string& name, const ContractionTiling& t
       kb.line(acc(i, v, "n") + " = call " + vt + " @llvm.fma.v" + i64(t.vl) + "f32(" + vt + " " + splat + ", " + vt +
               " " + bv[size_t(v)] + ", " + vt + " " + acc(i, v, "k") + ")");
   }
-  os << kb.text() << "  %kk.next = add nuw nsw i64 %kk, 1\n  %kdone = icmp eq i64 %kk.next, " << ks
+  os << kb.text() << "  %kk.next = add nuw nsw i64 %kk, 1\n  %kdone = icmp eq i64 %kk.next, " << br.ks
      << "\n  br i1 %kdone, label %seg.end, label %k\nseg.end:\n  %s.next = add nuw nsw i64 %s, 1\n"
-     << "  %sdone = icmp eq i64 %s.next, " << segs << "\n  br i1 %sdone, label %exit, label %seg\nexit:\n";
+     << "  %sdone = icmp eq i64 %s.next, " << br.segs << "\n  br i1 %sdone, label %exit, label %seg\nexit:\n";
   IrText st("w");
   for (int64_t i = 0; i < t.mr; ++i)
     for (int64_t v = 0; v < t.nv; ++v) {
@@ -233,15 +287,12 @@ std::string emit_microkernel(const std::string& name, const ContractionTiling& t
   return os.str();
 }
 
-// The epilogue of Note [Contraction kernels]: @<name>.epi(ptr %tile, ptr %p0..., i64 %rows,
-// i64 %cols), %p<x> = epilogue access x at the tile's (row0, col0). The inner loop runs
-// along columns for a GEMM (contiguous output rows) and along pixels for a conv (NCHW).
+// The epilogue of Note [Contraction kernels]: @<name>(ptr %tile, ptr %p0..., i64 %rows,
+// i64 %cols), %p<x> = epilogue access x at the tile's (row0, col0); rows outer, columns
+// (the output's contiguous dim) inner.
 std::string emit_epilogue(const std::string& name, const KernelSpec& spec, const Form& f, const ContractionTiling& t) {
-  const ExprGraph& src = spec.contraction.epilogue;
-  const bool cols_inner = !f.conv;
-  ExprGraph g = src;
-  for (size_t x = 0; x < g.accesses.size(); ++x)
-    g.accesses[x].strides = {cols_inner ? f.epi[x].col : f.epi[x].row};
+  ExprGraph g = spec.contraction.epilogue;
+  for (size_t x = 0; x < g.accesses.size(); ++x) g.accesses[x].strides = {f.epi[x].col};
   std::ostringstream os;
   os << "define internal void @" << name << "(ptr noalias %tile, ";
   for (size_t x = 0; x < g.accesses.size(); ++x) os << "ptr noalias %p" << x << ", ";
@@ -251,21 +302,19 @@ std::string emit_epilogue(const std::string& name, const KernelSpec& spec, const
   ExprEnv env;
   env.index = "%u";
   for (size_t x = 0; x < g.accesses.size(); ++x) {
-    const int64_t outer_stride = cols_inner ? f.epi[x].row : f.epi[x].col;
-    std::string off = q.op("mul i64 %o, " + i64(outer_stride));
+    std::string off = q.op("mul i64 %o, " + i64(f.epi[x].row));
     env.access_ptr.push_back(q.op("getelementptr " + access_type(g.accesses[x]) + ", ptr %p" + i64(int64_t(x)) +
                                   ", i64 " + off));
   }
-  std::string ti = cols_inner ? body.op("mul i64 %o, " + i64(t.nr)) : body.op("mul i64 %u, " + i64(t.nr));
-  ti = body.op("add i64 " + ti + ", " + (cols_inner ? "%u" : "%o"));
+  std::string ti = body.op("add i64 " + body.op("mul i64 %o, " + i64(t.nr)) + ", %u");
   std::string tp = body.op("getelementptr inbounds float, ptr %tile, i64 " + ti);
   env.acc = body.op("load float, ptr " + tp + ", align 4");
   emit_stores(g, env, emit_expr(g, env, hoisted, body), body);
   os << q.text() << hoisted.text() << "  br label %inner\ninner:\n  %u = phi i64 [ 0, %outer ], [ %u.next, %inner ]\n"
-     << body.text() << "  %u.next = add nuw nsw i64 %u, 1\n  %udone = icmp eq i64 %u.next, "
-     << (cols_inner ? "%cols" : "%rows") << "\n  br i1 %udone, label %outer.end, label %inner\nouter.end:\n"
-     << "  %o.next = add nuw nsw i64 %o, 1\n  %odone = icmp eq i64 %o.next, " << (cols_inner ? "%rows" : "%cols")
-     << "\n  br i1 %odone, label %exit, label %outer\nexit:\n  ret void\n}\n";
+     << body.text() << "  %u.next = add nuw nsw i64 %u, 1\n  %udone = icmp eq i64 %u.next, %cols\n"
+     << "  br i1 %udone, label %outer.end, label %inner\nouter.end:\n"
+     << "  %o.next = add nuw nsw i64 %o, 1\n  %odone = icmp eq i64 %o.next, %rows\n"
+     << "  br i1 %odone, label %exit, label %outer\nexit:\n  ret void\n}\n";
   return os.str();
 }
 
@@ -286,8 +335,8 @@ bool check(const KernelSpec& spec, std::string* why) {
   if (f->m < 1 || f->n < 1 || f->k < 1) return no("an empty dimension (m, n or k is 0)");
   for (int64_t d : f->batch)
     if (d < 1) return no("an empty batch dim");
-  const bool b_const = spec.buffers[size_t(f->b_buf)].constant && f->b_buf == c.b.buffer;
-  if (f->conv && !b_const) return no("convolution weights that are not constant (they are packed once per plan)");
+  const bool weights_const = spec.buffers[size_t(c.b.buffer)].constant;
+  if (f->conv && !weights_const) return no("convolution weights that are not constant (they are packed once per plan)");
   std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
   reads[size_t(c.a.buffer)]++;
   reads[size_t(c.b.buffer)]++;
@@ -298,9 +347,9 @@ bool check(const KernelSpec& spec, std::string* why) {
     if (writes[b] && reads[b]) return no("buffer " + std::to_string(b) + " is both read and written");
     if (writes[b] > 1) return no("buffer " + std::to_string(b) + " is written through two accesses");
   }
-  // Stack scratch of the widest tiling (AVX-512: NR <= 64, MR <= 14).
-  if (!b_const && f->k * 64 * 4 > kScratchBytes) return no("k too long for a stack panel of a non-constant B");
-  if (f->conv && !f->flat && f->k * 14 * 4 > kScratchBytes) return no("a filter too large for a stack conv tile");
+  // Stack scratch for the widest panel (AVX-512: NR <= 64) a kernel packs itself.
+  const bool kernel_packs = f->conv ? !f->direct : !(weights_const && f->b_buf == c.b.buffer);
+  if (kernel_packs && f->k * 64 * 4 > kScratchBytes) return no("k too long for a stack panel");
   return true;
 }
 
@@ -310,8 +359,8 @@ std::string ContractionTiling::str() const {
   std::ostringstream os;
   os << "tiling: mr=" << mr << " nr=" << nr << " (" << nv << " x " << vl << " floats) tiles=" << m_tiles
      << " panels=" << panels << " chunks=" << tiles_per_chunk << "x" << panels_per_chunk << " tasks=" << tasks()
-     << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack_b ? " prepacked-B" : " B-packed-in-kernel")
-     << (conv_rows ? " conv-rows" : "");
+     << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "")
+     << (conv_rows ? (direct ? " conv-direct" : " conv-packed") : "");
   return os.str();
 }
 
@@ -321,18 +370,20 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   std::string why;
   std::optional<Form> f = make_form(spec, &why);
   FUSOR_ASSERT(f, "contraction_tiling: ", why);
+  const ContractionSpec& c = spec.contraction;
   ContractionTiling t;
   t.vl = vector_floats;
-  t.conv_rows = f->conv && !f->flat;
-  // Only the spec's own B is packed by the runtime (pack_b's layouts); a 1x1 convolution's B
-  // is its image, packed by the kernel.
-  t.prepack_b = f->b_buf == spec.contraction.b.buffer && spec.buffers[size_t(f->b_buf)].constant;
+  t.conv_rows = f->conv;
+  t.direct = f->direct;
+  // The spec's B (GEMM B, conv weights) is packed by the runtime when constant; a 1x1 conv's
+  // weights are read in place.
+  t.prepack = spec.buffers[size_t(c.b.buffer)].constant && (f->conv || f->b_buf == c.b.buffer);
   const int64_t budget = vector_floats >= 16 ? 24 : 12, max_mr = vector_floats >= 16 ? 14 : 8;
   double best = -1;
   for (int64_t nv = 1; nv <= 4; ++nv)
     for (int64_t mr = 1; mr <= max_mr && mr * nv <= budget; ++mr) {
       const int64_t nr = nv * vector_floats;
-      const double cost = double(tiles_for(*f, mr)) * double(ceil_div(f->n, nr)) * (double(mr * nv) + 1.5);
+      const double cost = double(ceil_div(f->m, mr)) * double(panels_for(*f, nr)) * (double(mr * nv) + 1.5);
       if (best < 0 || cost < best || (cost == best && mr * nv > t.mr * t.nv)) {
         best = cost;
         t.mr = mr;
@@ -341,12 +392,12 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
     }
   t.nr = t.nv * t.vl;
   t.batches = product(f->batch);
-  t.m_tiles = tiles_for(*f, t.mr);
-  t.panels = ceil_div(f->n, t.nr);
-  // Panels outer when B is the larger operand (or is packed by the kernel, once per panel).
-  t.panel_outer = !t.conv_rows && (!t.prepack_b || f->k * f->n >= f->k * f->m);
+  t.m_tiles = ceil_div(f->m, t.mr);
+  t.panels = panels_for(*f, t.nr);
+  const bool b_prepacked = t.prepack && !f->conv;
+  t.panel_outer = f->conv || !b_prepacked || f->n >= f->m;
   if (t.panel_outer) {
-    t.panels_per_chunk = std::min(t.panels, std::max<int64_t>(1, 256 / t.nr));
+    t.panels_per_chunk = std::min(t.panels, std::max<int64_t>(1, (f->conv ? 1024 : 256) / t.nr));
     t.tiles_per_chunk = t.m_tiles;
   } else {
     t.panels_per_chunk = t.panels;
@@ -381,35 +432,33 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   std::ostringstream os;
   os << spec_comment(spec) << "; " << t.str() << "\n\n";
 
-  // Micro-kernels.
-  const std::string mk = symbol + ".mk", mkp = symbol + ".mkp", ep = symbol + ".epi";
-  if (t.conv_rows) {
-    const int64_t cg = p.c / p.group;
-    const int64_t tap_y = p.dil_h * c.a.strides[2], tap_x = p.dil_w * c.a.strides[3];
-    os << emit_microkernel(mk, t, p.kh * p.kw, cg, f.a_k, [&](IrText& ir, const std::string& s) {
-      std::string ky = ir.op("udiv i64 " + s + ", " + i64(p.kw));
-      std::string kx = ir.op("urem i64 " + s + ", " + i64(p.kw));
-      std::string oy = ir.op("mul i64 " + ky + ", " + i64(tap_y));
-      std::string ox = ir.op("mul i64 " + kx + ", " + i64(tap_x));
-      return ir.op("add i64 " + oy + ", " + ox);
-    }) << "\n";
-    os << emit_microkernel(mkp, t, 1, kk, mr, [](IrText&, const std::string&) { return std::string("0"); }) << "\n";
+  // Micro-kernels and the epilogue.
+  const std::string mk = symbol + ".mk", ep = symbol + ".epi";
+  BRead br;
+  if (f.conv && f.direct) {
+    br.masked_image = true;
+    br.segs = p.kh * p.kw;
+    br.ks = p.c / p.group;
+    br.step = f.sc;
+  } else {
+    br.ks = kk;
+    br.step = nr;
+  }
+  os << emit_microkernel(mk, t, f, br, f.conv ? mr : f.a_k) << "\n" << emit_epilogue(ep, spec, f, t) << "\n";
+  if (f.conv && !f.direct) {
     os << "@" << symbol << ".geo = private unnamed_addr constant [" << kGeoCount << " x i64] [";
-    const int64_t geo[kGeoCount] = {cg, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.pad_t,
-                                    p.pad_l, c.a.strides[1], c.a.strides[2], c.a.strides[3]};
+    const int64_t geo[kGeoCount] = {p.c / p.group, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
+                                    p.pad_t, p.pad_l, f.sc, f.sy, f.sx};
     for (int i = 0; i < kGeoCount; ++i) os << (i ? ", " : "") << "i64 " << geo[i];
     os << "]\n\n";
-  } else {
-    os << emit_microkernel(mk, t, 1, kk, f.a_k, [](IrText&, const std::string&) { return std::string("0"); }) << "\n";
   }
-  os << emit_epilogue(ep, spec, f, t) << "\n";
 
   // The ABI function.
   IrText e("e");
   const std::vector<std::string> base = load_buffer_bases(e, spec.buffers.size());
   e.line("%tile = alloca float, i64 " + i64(mr * nr) + ", align 64");
-  if (!t.prepack_b) e.line("%bpack = alloca float, i64 " + i64(kk * nr) + ", align 64");
-  if (t.conv_rows) e.line("%apack = alloca float, i64 " + i64(kk * mr) + ", align 64");
+  const bool kernel_packs_b = f.conv ? !f.direct : !(t.prepack);
+  if (kernel_packs_b) e.line("%bpack = alloca float, i64 " + i64(kk * nr) + ", align 64");
   std::string any = e.op("icmp slt i64 %task_begin, %task_end");
   e.line("br i1 " + any + ", label %task, label %done");
   os << "define void @" << symbol << "(ptr %buffers, i64 %task_begin, i64 %task_end) #0 {\nentry:\n" << e.text();
@@ -431,16 +480,16 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     }
     return tk.op("getelementptr " + type + ", ptr " + b + ", i64 " + off);
   };
-  std::string a_b = batch_ptr("float", base[size_t(f.a_buf)], f.a_off, f.a_batch);
-  std::string b_b;
-  if (t.prepack_b) {
-    const int64_t block = t.panels * kk * nr;
-    std::string which = packed_b_batches(c) == 1 ? "0" : f.conv ? bidx[1] : bflat;
+  // The packed operand (Note [Packed layouts]): conv weights per group, GEMM B per batch.
+  std::string packed;
+  if (t.prepack) {
+    const int64_t block = f.conv ? t.m_tiles * kk * mr : t.panels * kk * nr;
+    std::string which = f.conv ? bidx[1] : packed_b_batches(c) == 1 ? "0" : bflat;
     std::string off = tk.op("mul i64 " + which + ", " + i64(block));
-    b_b = tk.op("getelementptr inbounds float, ptr " + base[size_t(f.b_buf)] + ", i64 " + off);
-  } else {
-    b_b = batch_ptr("float", base[size_t(f.b_buf)], f.b_off, f.b_batch);
+    packed = tk.op("getelementptr inbounds float, ptr " + base[size_t(c.b.buffer)] + ", i64 " + off);
   }
+  std::string a_b = f.conv ? packed : batch_ptr("float", base[size_t(f.a_buf)], f.a_off, f.a_batch);
+  std::string b_b = t.prepack && !f.conv ? packed : batch_ptr("float", base[size_t(f.b_buf)], f.b_off, f.b_batch);
   std::vector<std::string> e_b;
   for (size_t x = 0; x < epi.accesses.size(); ++x) {
     const StridedAccess& a = epi.accesses[x];
@@ -461,80 +510,74 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   const std::string& i_hi = t.panel_outer ? m_hi : p_hi;
   os << "task:\n  %t = phi i64 [ %task_begin, %entry ], [ %t.next, %task.end ]\n" << tk.text() << "  br label %outer\n";
 
-  // The column panel %<var>: its first column, valid columns and packed B.
+  // The panel %<pv>: its first column (for a conv: pixel), valid columns, and how the
+  // micro-kernel reads it (`b_args`).
   struct Panel {
-    std::string col0, cols, b;
+    std::string col0, cols, b_args;
   };
   auto panel_setup = [&](IrText& ir, const std::string& pv) {
     Panel pn;
+    auto clamp = [&](const std::string& left) {
+      std::string wide = ir.op("icmp sgt i64 " + left + ", " + i64(nr));
+      return ir.op("select i1 " + wide + ", i64 " + i64(nr) + ", i64 " + left);
+    };
+    if (f.conv) {
+      const int64_t per_row = ceil_div(p.ow, nr);
+      std::string oh = ir.op("udiv i64 " + pv + ", " + i64(per_row));
+      std::string ow0 = ir.op("mul i64 " + ir.op("urem i64 " + pv + ", " + i64(per_row)) + ", " + i64(nr));
+      pn.cols = clamp(ir.op("sub i64 " + i64(p.ow) + ", " + ow0));
+      pn.col0 = ir.op("add i64 " + ir.op("mul i64 " + oh + ", " + i64(p.ow)) + ", " + ow0);
+      if (f.direct) {
+        std::string iy0 = ir.op("sub i64 " + ir.op("mul i64 " + oh + ", " + i64(p.stride_h)) + ", " + i64(p.pad_t));
+        std::string ix0 = ir.op("sub i64 " + ow0 + ", " + i64(p.pad_l));
+        pn.b_args = "ptr " + b_b + ", i64 " + iy0 + ", i64 " + ix0;
+      } else {
+        ir.line("call void @fusor_rt_pack_conv_tile(ptr " + b_b + ", ptr @" + symbol + ".geo, i64 " + oh + ", i64 " + ow0 +
+                ", i64 " + pn.cols + ", i64 " + i64(nr) + ", ptr %bpack)");
+        pn.b_args = "ptr %bpack";
+      }
+      return pn;
+    }
     pn.col0 = ir.op("mul i64 " + pv + ", " + i64(nr));
-    std::string left = ir.op("sub i64 " + i64(f.n) + ", " + pn.col0);
-    std::string wide = ir.op("icmp sgt i64 " + left + ", " + i64(nr));
-    pn.cols = ir.op("select i1 " + wide + ", i64 " + i64(nr) + ", i64 " + left);
-    if (t.prepack_b) {
+    pn.cols = clamp(ir.op("sub i64 " + i64(f.n) + ", " + pn.col0));
+    if (t.prepack) {
       std::string off = ir.op("mul i64 " + pv + ", " + i64(kk * nr));
-      pn.b = ir.op("getelementptr inbounds float, ptr " + b_b + ", i64 " + off);
+      pn.b_args = "ptr " + ir.op("getelementptr inbounds float, ptr " + b_b + ", i64 " + off);
     } else {
       std::string off = ir.op("mul i64 " + pn.col0 + ", " + i64(f.b_n));
       std::string src = ir.op("getelementptr float, ptr " + b_b + ", i64 " + off);
       ir.line("call void @fusor_rt_pack_panel(ptr " + src + ", i64 " + i64(f.b_k) + ", i64 " + i64(f.b_n) + ", i64 " +
               i64(kk) + ", i64 " + pn.cols + ", i64 " + i64(nr) + ", ptr %bpack)");
-      pn.b = "%bpack";
+      pn.b_args = "ptr %bpack";
     }
     return pn;
   };
-  // The row tile %<var>: its first row (output pixel for a conv), valid rows, and either
-  // the A row pointers (flat) or, for conv rows, the interior flag and both pointer sets.
+  // The row tile %<tv>: its first row, valid rows and A row pointers.
   struct Tile {
-    std::string row0, rows, interior, oh, ow0;
-    std::vector<std::string> a, packed_a;
+    std::string row0, rows;
+    std::vector<std::string> a;
   };
   auto tile_setup = [&](IrText& ir, const std::string& tv) {
     Tile tl;
-    if (!t.conv_rows) {
-      tl.row0 = ir.op("mul i64 " + tv + ", " + i64(mr));
-      std::string left = ir.op("sub i64 " + i64(f.m) + ", " + tl.row0);
-      std::string tall = ir.op("icmp sgt i64 " + left + ", " + i64(mr));
-      tl.rows = ir.op("select i1 " + tall + ", i64 " + i64(mr) + ", i64 " + left);
-      for (int64_t i = 0; i < mr; ++i) {
-        // Rows past the edge re-read the last row (their results are not stored).
-        std::string r = ir.op("add i64 " + tl.row0 + ", " + i64(std::min(i, f.m - 1)));
-        std::string past = ir.op("icmp sgt i64 " + r + ", " + i64(f.m - 1));
-        std::string rc = ir.op("select i1 " + past + ", i64 " + i64(f.m - 1) + ", i64 " + r);
-        std::string off = ir.op("mul i64 " + rc + ", " + i64(f.a_row));
-        tl.a.push_back(ir.op("getelementptr float, ptr " + a_b + ", i64 " + off));
-      }
+    tl.row0 = ir.op("mul i64 " + tv + ", " + i64(mr));
+    std::string left = ir.op("sub i64 " + i64(f.m) + ", " + tl.row0);
+    std::string tall = ir.op("icmp sgt i64 " + left + ", " + i64(mr));
+    tl.rows = ir.op("select i1 " + tall + ", i64 " + i64(mr) + ", i64 " + left);
+    if (f.conv) {
+      // Packed weights: the tile's [kh][kw][c][mr] block (rows past the edge are zeros).
+      std::string blk = ir.op("getelementptr inbounds float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tv + ", " + i64(kk * mr)));
+      for (int64_t i = 0; i < mr; ++i) tl.a.push_back(ir.op("getelementptr inbounds float, ptr " + blk + ", i64 " + i64(i)));
       return tl;
     }
-    const int64_t per_row = ceil_div(p.ow, mr);
-    const std::string oh = tl.oh = ir.op("udiv i64 " + tv + ", " + i64(per_row));
-    std::string owt = ir.op("urem i64 " + tv + ", " + i64(per_row));
-    const std::string ow0 = tl.ow0 = ir.op("mul i64 " + owt + ", " + i64(mr));
-    std::string left = ir.op("sub i64 " + i64(p.ow) + ", " + ow0);
-    std::string wide = ir.op("icmp sgt i64 " + left + ", " + i64(mr));
-    tl.rows = ir.op("select i1 " + wide + ", i64 " + i64(mr) + ", i64 " + left);
-    std::string rowp = ir.op("mul i64 " + oh + ", " + i64(p.ow));
-    tl.row0 = ir.op("add i64 " + rowp + ", " + ow0);
-    std::string iy = ir.op("sub i64 " + ir.op("mul i64 " + oh + ", " + i64(p.stride_h)) + ", " + i64(p.pad_t));
-    std::string ix = ir.op("sub i64 " + ir.op("mul i64 " + ow0 + ", " + i64(p.stride_w)) + ", " + i64(p.pad_l));
-    std::string c1 = ir.op("icmp sge i64 " + iy + ", 0");
-    std::string c2 = ir.op("icmp slt i64 " + iy + ", " + i64(p.h - (p.kh - 1) * p.dil_h));
-    std::string c3 = ir.op("icmp sge i64 " + ix + ", 0");
-    std::string c4 = ir.op("icmp slt i64 " + ix + ", " + i64(p.w - (p.kw - 1) * p.dil_w - (mr - 1) * p.stride_w));
-    tl.interior = ir.op("and i1 " + ir.op("and i1 " + c1 + ", " + c2) + ", " + ir.op("and i1 " + c3 + ", " + c4));
-    std::string oy = ir.op("mul i64 " + iy + ", " + i64(c.a.strides[2]));
     for (int64_t i = 0; i < mr; ++i) {
-      std::string x = ir.op("add i64 " + ix + ", " + i64(i * p.stride_w));
-      std::string off = ir.op("add i64 " + oy + ", " + ir.op("mul i64 " + x + ", " + i64(c.a.strides[3])));
+      // Rows past the edge re-read the last row (their results are not stored).
+      std::string r = ir.op("add i64 " + tl.row0 + ", " + i64(std::min(i, f.m - 1)));
+      std::string past = ir.op("icmp sgt i64 " + r + ", " + i64(f.m - 1));
+      std::string rc = ir.op("select i1 " + past + ", i64 " + i64(f.m - 1) + ", i64 " + r);
+      std::string off = ir.op("mul i64 " + rc + ", " + i64(f.a_row));
       tl.a.push_back(ir.op("getelementptr float, ptr " + a_b + ", i64 " + off));
-      tl.packed_a.push_back(ir.op("getelementptr inbounds float, ptr %apack, i64 " + i64(i)));
     }
     return tl;
-  };
-  auto call_mk = [&](IrText& ir, const std::string& fn, const std::vector<std::string>& a, const std::string& b) {
-    std::string call = "call void @" + fn + "(";
-    for (int64_t i = 0; i < mr; ++i) call += "ptr " + a[size_t(i)] + ", ";
-    ir.line(call + "ptr " + b + ", ptr %tile)");
   };
 
   IrText out("o"), in("i");
@@ -547,28 +590,9 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     tl = tile_setup(out, "%o");
     pn = panel_setup(in, "%x");
   }
-  os << "outer:\n  %o = phi i64 [ " << o_lo << ", %task ], [ %o.next, %outer.end ]\n" << out.text();
-  if (t.conv_rows) {
-    // Tiles outer: a tile touching the padding is packed once for all its panels.
-    const std::string &oh = tl.oh, &ow0 = tl.ow0;
-    os << "  br i1 " << tl.interior << ", label %outer.go, label %outer.pack\nouter.pack:\n"
-       << "  call void @fusor_rt_pack_conv_tile(ptr " << a_b << ", ptr @" << symbol << ".geo, i64 " << oh << ", i64 "
-       << ow0 << ", i64 " << tl.rows << ", i64 " << mr << ", ptr %apack)\n  br label %outer.go\nouter.go:\n";
-  }
-  os << "  br label %inner\ninner:\n  %x = phi i64 [ " << i_lo << ", %" << (t.conv_rows ? "outer.go" : "outer")
-     << " ], [ %x.next, %epi.done ]\n"
-     << in.text();
-  if (t.conv_rows) {
-    IrText d("d"), k("p");
-    call_mk(d, mk, tl.a, pn.b);
-    call_mk(k, mkp, tl.packed_a, pn.b);
-    os << "  br i1 " << tl.interior << ", label %mk.direct, label %mk.packed\nmk.direct:\n"
-       << d.text() << "  br label %epi\nmk.packed:\n" << k.text() << "  br label %epi\nepi:\n";
-  } else {
-    IrText d("d");
-    call_mk(d, mk, tl.a, pn.b);
-    os << d.text() << "  br label %epi\nepi:\n";
-  }
+  std::string call = "call void @" + mk + "(";
+  for (int64_t i = 0; i < mr; ++i) call += "ptr " + tl.a[size_t(i)] + ", ";
+  in.line(call + pn.b_args + ", ptr %tile)");
   IrText ee("f");
   std::vector<std::string> q;
   for (size_t x = 0; x < epi.accesses.size(); ++x) {
@@ -586,7 +610,9 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     for (const std::string& v : q) s += "ptr " + v + ", ";
     return s + "i64 " + rows + ", i64 " + cols + ")\n";
   };
-  os << ee.text() << "epi.full:\n" << call_epi(i64(mr), i64(nr)) << "  br label %epi.done\nepi.edge:\n"
+  os << "outer:\n  %o = phi i64 [ " << o_lo << ", %task ], [ %o.next, %outer.end ]\n" << out.text()
+     << "  br label %inner\ninner:\n  %x = phi i64 [ " << i_lo << ", %outer ], [ %x.next, %epi.done ]\n"
+     << in.text() << ee.text() << "epi.full:\n" << call_epi(i64(mr), i64(nr)) << "  br label %epi.done\nepi.edge:\n"
      << call_epi(tl.rows, pn.cols) << "  br label %epi.done\nepi.done:\n"
      << "  %x.next = add nuw nsw i64 %x, 1\n  %xmore = icmp slt i64 %x.next, " << i_hi
      << "\n  br i1 %xmore, label %inner, label %outer.end\nouter.end:\n"
@@ -595,8 +621,9 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
      << "  %t.next = add nuw nsw i64 %t, 1\n  %tmore = icmp slt i64 %t.next, %task_end\n"
      << "  br i1 %tmore, label %task, label %done\ndone:\n  ret void\n}\n\n";
 
-  os << kDeclarations << "declare " << vec_type(t.vl) << " @llvm.fma.v" << t.vl << "f32(" << vec_type(t.vl) << ", "
-     << vec_type(t.vl) << ", " << vec_type(t.vl) << ")\n"
+  const std::string vt = vec_type(t.vl);
+  os << kDeclarations << "declare " << vt << " @llvm.fma.v" << t.vl << "f32(" << vt << ", " << vt << ", " << vt << ")\n"
+     << "declare " << vt << " @llvm.masked.load.v" << t.vl << "f32.p0(ptr, i32, <" << t.vl << " x i1>, " << vt << ")\n"
      << "declare void @fusor_rt_pack_panel(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_conv_tile(ptr, ptr, i64, i64, i64, i64, ptr)\n"
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";

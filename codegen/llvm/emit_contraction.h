@@ -15,11 +15,13 @@ namespace fusor {
 /// How one contraction kernel is blocked, chosen from the spec and the vector width.
 struct ContractionTiling {
   int64_t vl = 16;              ///< floats per vector register
-  int64_t mr = 0;               ///< tile rows (A side: GEMM rows, conv output pixels)
+  int64_t mr = 0;               ///< tile rows (A side: GEMM rows, conv output channels)
   int64_t nv = 0;               ///< vector accumulators per tile row
-  int64_t nr = 0;               ///< tile columns (B side), nv * vl
-  bool conv_rows = false;       ///< a convolution whose tiles lie in one output row
-  bool prepack_b = false;       ///< B is constant: packed once by the runtime (codegen/packing.h)
+  int64_t nr = 0;               ///< tile columns (B side: GEMM columns, conv pixels), nv * vl
+  bool conv_rows = false;       ///< a convolution by output rows (not the 1x1 GEMM form)
+  bool direct = false;          ///< conv_rows: pixels loaded from the image, masked per tap
+  bool prepack = false;         ///< the spec's B (GEMM B, conv weights) is constant and packed
+                                ///< once by the runtime (codegen/packing.h)
   bool panel_outer = true;      ///< inside a task: panels outer, tiles inner (else the reverse)
   int64_t batches = 1;          ///< GEMM batch product; conv N * group
   int64_t m_tiles = 0;          ///< tiles per batch
@@ -44,9 +46,12 @@ bool contraction_supports(const KernelSpec& spec, std::string* why);
 ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats);
 
 /// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` over
-/// [0, t.tasks()). When t.prepack_b, buffers[spec.contraction.b.buffer] must hold B packed
-/// by pack_b(spec.contraction, t.nr, ...) instead of B itself. Throws Error(Unsupported) with
+/// [0, t.tasks()). When t.prepack, buffers[spec.contraction.b.buffer] must hold that operand
+/// packed by pack_b(spec.contraction, prepack_width(t), ...) instead of itself. Throws Error(Unsupported) with
 /// the reason when contraction_supports(spec) is false.
 std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbol, const ContractionTiling& t);
+
+/// The width of the packed layout (codegen/packing.h): NR for a GEMM's B, MR for conv weights.
+inline int64_t prepack_width(const ContractionTiling& t) { return t.conv_rows ? t.mr : t.nr; }
 
 }  // namespace fusor

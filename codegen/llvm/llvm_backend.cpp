@@ -23,7 +23,7 @@ struct LlvmBackend::Impl {
 void CompiledKernel::pack(const Prepack& p, const float* src, float* dst) const {
   FUSOR_ASSERT(spec.kind == KernelKind::Contraction && p.buffer == spec.contraction.b.buffer, "prepack of buffer ",
                p.buffer, " of kernel '", spec.name, "'");
-  pack_b(spec.contraction, p.nr, src, dst);
+  pack_b(spec.contraction, p.width, src, dst);
 }
 
 LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -74,8 +74,10 @@ void LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::
       const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats);
       if (ir) *ir = emit_contraction_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
-      if (t.prepack_b)
-        kernel.prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, t.nr), t.nr});
+      if (t.prepack) {
+        const int64_t width = prepack_width(t);
+        kernel.prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, width), width});
+      }
       break;
     }
     default:

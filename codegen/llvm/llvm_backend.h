@@ -28,7 +28,7 @@ struct CompiledKernel {
   struct Prepack {
     int buffer = -1;
     int64_t floats = 0;
-    int64_t nr = 0;  ///< panel width of the layout
+    int64_t width = 0;  ///< width of the layout (codegen/packing.h)
   };
   Fn fn = nullptr;                  ///< the entry point
   KernelSpec spec;                  ///< what it computes
