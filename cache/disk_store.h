@@ -1,0 +1,154 @@
+// DiskStore: the persistent, content-addressed blob store (compiled objects, cubins) in a
+// directory that outlives the process and may be shared by several processes of one user.
+// Layer: cache (std and POSIX only).
+//
+// Note [Disk store]
+// ~~~~~~~~~~~~~~~~~
+// Directory: Options::dir, else $FUSOR_CACHE_DIR, else $XDG_CACHE_HOME/fusor, else
+// ~/.cache/fusor. A missing directory is created with mode 0700. The store is disabled
+// (every load misses, every save is a no-op, nothing throws) with a warning and a
+// reason_disabled() when the directory cannot be created, is not writable, is not owned by
+// this user, or is writable by group or others (someone else could plant code that this
+// process would then run) unless it is sticky and ours. Inside, an entry file that another
+// user owns or may write is never loaded either.
+//
+// Layout:
+//   <dir>/entries/<16 hex digits>   one entry per key, named by the key's 64-bit hash
+//   <dir>/manifest                  the versioned list of entries and their sizes
+//   <dir>/lock                      flock'd while the manifest changes
+//
+// Writes are atomic: an entry is written to a temp file in entries/ (named by pid, thread
+// and a counter, so no two writers share one), fsync'd, then renamed over its name; a
+// reader sees the old entry, the new one, or none, never part of one. Entries are
+// immutable once renamed: a second writer of the same key replaces the file whole.
+// Loading validates everything (Note [Disk store entry]); an entry that fails is a miss,
+// warned about once, and removed, so the next save rebuilds it. A load that hits touches the
+// file's mtime, which trim() uses as its LRU order.
+//
+// Note [Disk store entry]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// An entry file, all integers little-endian:
+//   magic "FUSORBLB" (8 bytes), format version u32 (kEntryFormatVersion),
+//   engine version: u32 length + bytes, key: u64 length + bytes,
+//   payload length u64, checksum u64, payload.
+// The checksum is XXH64 (cache/checksum.h) of the payload, seeded with the XXH64 of every
+// byte before the checksum, so it covers the header and the key too. A load compares the
+// key bytes in full, so two keys whose hashes collide never load each other's payload (the
+// later save of either replaces the file). Another magic is a foreign file; another format
+// or engine version is stale; a short file is truncated; a checksum mismatch or bytes after
+// the payload are corrupt: all are misses with a warning.
+//
+// Note [Disk store manifest]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A text file: the line "fusor-disk-store-manifest <kManifestVersion>", then records
+// "put <hash> <bytes>" and "del <hash>", appended under the flock of <dir>/lock. Replaying
+// the records gives the live entries and their sizes (warmup summaries, trim). A torn last
+// line is ignored (the next record starts on a line of its own); a missing manifest or
+// another version is rebuilt by scanning entries/. open() compacts a manifest that has
+// grown past twice its live records. The entry files are the truth; the manifest is their
+// index, so a crash between an entry's rename and its record loses only the record
+// (rebuild_manifest() finds it again).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fusor {
+
+/// A persistent blob store keyed by serialized keys (see Note [Disk store]).
+class DiskStore {
+ public:
+  /// Version of the entry file layout (Note [Disk store entry]).
+  static constexpr uint32_t kEntryFormatVersion = 1;
+  /// Version of the manifest layout (Note [Disk store manifest]).
+  static constexpr uint32_t kManifestVersion = 1;
+
+  /// How to open a store.
+  struct Options {
+    /// The directory; empty: $FUSOR_CACHE_DIR, $XDG_CACHE_HOME/fusor or ~/.cache/fusor.
+    std::string dir;
+    /// Written into every entry; entries of another version are stale. Empty: kFusorVersion.
+    std::string engine_version;
+    /// Receives each warning (a full sentence); each is given once per store. Unset: stderr.
+    std::function<void(const std::string&)> warn;
+    /// fsync each entry and its folder before save() returns (off: faster, but a power cut
+    /// may lose recent entries; never corrupts one, since loads validate).
+    bool sync = true;
+  };
+
+  /// Counters of this process's use of the store.
+  struct Stats {
+    uint64_t loads = 0;          ///< load() calls on an enabled store
+    uint64_t hits = 0;           ///< loads that returned a payload
+    uint64_t misses = 0;         ///< loads that found no valid entry (includes corrupt)
+    uint64_t corrupt = 0;        ///< entries found stale, foreign, truncated or corrupt
+    uint64_t writes = 0;         ///< entries saved
+    uint64_t write_failures = 0; ///< saves that failed (disk full, removed directory)
+    uint64_t bytes_read = 0;     ///< payload bytes returned by load
+    uint64_t bytes_written = 0;  ///< payload bytes saved
+  };
+
+  /// One entry listed in the manifest.
+  struct Entry {
+    uint64_t key_hash = 0;
+    uint64_t bytes = 0;  ///< the entry file's size
+  };
+
+  /// Opens (creating if needed) the store. Never throws for a bad directory: the store
+  /// comes back disabled, with the reason and a warning.
+  static DiskStore open(Options options);
+  /// Opens the store in the default directory (default_dir()).
+  static DiskStore open();
+  /// The directory open() would use with no Options::dir, from the environment ("" when
+  /// there is no home directory either).
+  static std::string default_dir();
+
+  DiskStore(DiskStore&&) noexcept;
+  DiskStore& operator=(DiskStore&&) noexcept;
+  ~DiskStore();
+
+  /// True when loads and saves reach the directory.
+  bool enabled() const;
+  /// Why the store is disabled, naming the directory and the fix ("" when enabled).
+  std::string reason_disabled() const;
+  /// The directory (also when disabled).
+  std::string dir() const;
+
+  /// The payload saved under key_bytes, or nullopt when there is none or the entry is not
+  /// valid (warned about and removed). Thread-safe; never throws for a bad entry.
+  std::optional<std::vector<uint8_t>> load(std::string_view key_bytes);
+  /// Saves payload under key_bytes, replacing any previous entry atomically. False when
+  /// disabled (warned at open) or when the write failed (warned once). Thread-safe; never
+  /// throws.
+  bool save(std::string_view key_bytes, std::span<const uint8_t> payload);
+
+  /// The entries the manifest lists (empty when disabled).
+  std::vector<Entry> entries() const;
+  /// Removes least recently used entries until the listed entries take at most max_bytes;
+  /// returns how many were removed.
+  uint64_t trim(uint64_t max_bytes);
+  /// Rewrites the manifest from the entry files on disk (after a crash between an entry's
+  /// rename and its manifest record, or to drop records of removed files).
+  void rebuild_manifest();
+
+  /// This process's counters.
+  Stats stats() const;
+
+  /// The hash that names the entry of key_bytes.
+  static uint64_t key_hash(std::string_view key_bytes);
+  /// The file that holds (or would hold) the entry of key_bytes.
+  std::string entry_path(std::string_view key_bytes) const;
+
+ private:
+  struct State;
+  explicit DiskStore(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace fusor
