@@ -22,7 +22,7 @@ void run_case(benchmark::State& state, const BenchCase& c, BackendKind backend, 
   c.make(&g, &inputs);
   // The static backend is measured unfused: it is the baseline of precompiled per-op
   // kernels that the JIT backends are compared with.
-  Engine engine(EngineOptions{.backend = backend, .num_threads = threads, .fuse = backend != BackendKind::Static});
+  Engine engine(EngineOptions{.backend = backend, .num_threads = threads, .fuse = backend != BackendKind::Static, .disk_cache = false});
   TensorMap outputs = engine.run(g, inputs);  // warm-up (builds the plan); outputs reused below
   for (auto _ : state) {
     engine.run(g, inputs, outputs);

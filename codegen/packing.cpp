@@ -44,6 +44,18 @@ int64_t packed_b_floats(const ContractionSpec& c, int64_t width) {
   return packed_b_batches(c) * ceil_div(b_columns(c), width) * reduction_length(c) * width;
 }
 
+std::string packed_b_layout(const ContractionSpec& c, int64_t width) {
+  std::vector<int64_t> words{int64_t(c.kind), width, reduction_length(c), b_columns(c), packed_b_batches(c), c.b.offset};
+  words.insert(words.end(), c.b.strides.begin(), c.b.strides.end());
+  if (c.kind == ContractionSpec::Kind::Conv2d) {
+    const Conv2dParams& p = c.conv;
+    words.insert(words.end(), {p.c, p.m, p.kh, p.kw, p.group});
+  } else if (b_varies_over_batch(c)) {
+    words.insert(words.end(), c.batch.begin(), c.batch.end());
+  }
+  return std::string(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t));
+}
+
 void pack_b(const ContractionSpec& c, int64_t width, const float* b, float* dst) {
   FUSOR_ASSERT(width > 0, "pack_b: width");
   const int64_t n = b_columns(c), k = reduction_length(c), blocks = ceil_div(n, width);

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "codegen/kernel_spec.h"
 
@@ -43,6 +44,11 @@ int64_t packed_b_floats(const ContractionSpec& c, int64_t width);
 /// a GEMM's B or a convolution's weights) into `dst` (packed_b_floats(c, width) floats), as
 /// Note [Packed layouts] says.
 void pack_b(const ContractionSpec& c, int64_t width, const float* b_buffer, float* dst);
+
+/// Everything besides the source data that pack_b's output depends on, as bytes: packed
+/// copies of one constant are shared by every kernel (every shape) with equal layout bytes.
+/// A GEMM's rows (m), which change with the sequence length, are not part of it.
+std::string packed_b_layout(const ContractionSpec& c, int64_t width);
 
 /// The geometry pack_conv_tile reads, as the int64 array JIT code passes (one per kernel).
 enum ConvGeo : int {

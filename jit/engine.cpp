@@ -1,13 +1,17 @@
 #include "jit/engine.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <unordered_set>
 
+#include "cache/disk_store.h"
 #include "cache/keyed_cache.h"
 #include "cache/plan_key.h"
 #include "cache/kernel_key.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
+#include "codegen/packing.h"
 #include "codegen/static/static_backend.h"
 #include "ir/hash.h"
 #include "ir/passes/explain.h"
@@ -40,6 +44,22 @@ uint64_t EngineOptions::hash() const {
 
 namespace {
 
+// A packed copy of a constant (codegen/packing.h), shared by the kernels of every plan
+// (every shape) that read that constant with the same layout. The key holds the source, so
+// a hit compares the data itself, not only its hash.
+struct PackKey {
+  Tensor source;
+  uint64_t content = 0;  // hash of the source's bytes
+  std::string layout;    // packed_b_layout
+  bool operator==(const PackKey& o) const {
+    return content == o.content && layout == o.layout && source.nbytes() == o.source.nbytes() &&
+           (source.raw() == o.source.raw() || std::memcmp(source.raw(), o.source.raw(), source.nbytes()) == 0);
+  }
+};
+struct PackKeyHash {
+  size_t operator()(const PackKey& k) const { return size_t(Hasher(k.content).str(k.layout).digest()); }
+};
+
 // One unit of execution: a static kernel for one node (or a zero-copy reshape), or a JIT
 // kernel for a whole group.
 struct Step {
@@ -47,7 +67,7 @@ struct Step {
   bool alias = false;                             // static step: a reshape sharing its input's buffer
   std::shared_ptr<const CompiledKernel> kernel;   // JIT step
   std::vector<ValueId> buffers;                   // JIT step: one value per KernelSpec::buffers entry
-  std::vector<std::pair<size_t, Tensor>> packed;  // JIT step: constants passed packed (by buffer index)
+  std::vector<std::pair<size_t, std::shared_ptr<const Tensor>>> packed;  // JIT step: constants passed packed
   std::vector<ValueId> reads, writes;             // what the step touches (for liveness)
 };
 
@@ -60,6 +80,7 @@ struct Plan {
   std::vector<char> is_output;        // per value
   std::vector<int64_t> arena_offset;  // per value: its place in the run's arena, or -1
   int64_t arena_bytes = 0;
+  uint64_t bytes = 0;                 // what the plan cache charges for it
 };
 
 // Lays the plan's intermediates out in one arena by liveness (jit/arena.h). A value lives
@@ -131,15 +152,31 @@ std::vector<TensorType> bind_inputs(const Graph& g, const TensorMap& inputs, std
   return types;
 }
 
+void warn_stderr(const std::string& message) { std::fprintf(stderr, "fusor: warning: %s\n", message.c_str()); }
+
 }  // namespace
 
 struct Engine::Impl {
-  explicit Impl(EngineOptions o) : options(o), pool(o.num_threads) {
+  explicit Impl(EngineOptions o)
+      : options(std::move(o)),
+        pool(options.num_threads),
+        plans({options.plan_cache_bytes, nullptr, nullptr}),
+        kernels({options.kernel_cache_bytes, nullptr, nullptr}),
+        packed({options.packed_cache_bytes, nullptr, nullptr}) {
+    if (!options.warn) options.warn = warn_stderr;
     if (options.backend == BackendKind::Llvm) {
       LlvmBackend::Options lo;
       lo.dump_dir = options.dump_dir;
       llvm = make_llvm_backend(lo);  // throws DeviceUnavailable with the reason
       target = llvm->target_description();
+      compiler = llvm->compiler_version();
+      if (options.disk_cache) {
+        DiskStore::Options so;
+        so.dir = options.cache_dir;
+        so.warn = options.warn;
+        store = std::make_unique<DiskStore>(DiskStore::open(so));  // disabled (with a warning) when unusable
+        if (!store->enabled()) store.reset();
+      }
     }
   }
 
@@ -171,17 +208,47 @@ struct Engine::Impl {
     std::optional<KernelSpec> lowered = lower_group(f, grp, &why);
     if (!lowered || !llvm->supports(*lowered, &why)) return nullptr;
     *spec = *lowered;
-    KernelKey key{std::move(*lowered), "llvm", target};
-    bool built = false;
-    auto kernel = kernels.get_or_build(key, [&] {
-      built = true;
-      return llvm->compile(key.spec);
-    });
-    if (built) {
-      compiled.fetch_add(1, std::memory_order_relaxed);
-      compile_us.fetch_add(kernel->compile_us, std::memory_order_relaxed);
+    KernelKey key{std::move(*lowered), "llvm", target, compiler};
+    return kernels.get_or_build(key, [&] { return kernel(key); });
+  }
+
+  // A kernel not in memory: linked from the persistent store when it holds one, else
+  // compiled (and saved there).
+  SizedValue<CompiledKernel> kernel(const KernelKey& key) {
+    std::shared_ptr<const CompiledKernel> k;
+    std::string key_bytes;
+    if (store) {
+      key_bytes = key.serialize();
+      if (std::optional<std::vector<uint8_t>> object = store->load(key_bytes)) {
+        try {
+          k = llvm->load(key.spec, std::string(object->begin(), object->end()));
+          disk_hits.fetch_add(1, std::memory_order_relaxed);
+          load_us.fetch_add(uint64_t(k->compile_us), std::memory_order_relaxed);
+        } catch (const Error& e) {
+          options.warn(std::string("a kernel from the persistent store in ") + store->dir() +
+                       " cannot be linked; compiling it again (" + e.what() + ")");
+        }
+      }
     }
-    return kernel;
+    if (!k) {
+      k = llvm->compile(key.spec);
+      compiled.fetch_add(1, std::memory_order_relaxed);
+      compile_us.fetch_add(uint64_t(k->compile_us), std::memory_order_relaxed);
+      const std::string& object = k->code.object();
+      if (store && store->save(key_bytes, std::span(reinterpret_cast<const uint8_t*>(object.data()), object.size())))
+        disk_writes.fetch_add(1, std::memory_order_relaxed);
+    }
+    return {k, uint64_t(k->code.object().size() + sizeof(CompiledKernel))};
+  }
+
+  // The packed copy of constant `c` that kernel k reads (shared across plans).
+  std::shared_ptr<const Tensor> packed_constant(const CompiledKernel& k, const CompiledKernel::Prepack& pp, const Tensor& c) {
+    PackKey key{c, Hasher().bytes(c.raw(), c.nbytes()).digest(), packed_b_layout(k.spec.contraction, pp.width)};
+    return packed.get_or_build(key, [&] {
+      auto t = std::make_shared<Tensor>(Tensor::empty(DType::F32, Shape{pp.floats}));
+      k.pack(pp, c.data<float>(), t->data<float>());
+      return SizedValue<Tensor>{t, uint64_t(t->nbytes())};
+    });
   }
 
   std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types) {
@@ -202,13 +269,11 @@ struct Engine::Impl {
           st.buffers.push_back(v);
           (b.output ? st.writes : st.reads).push_back(v);
         }
-        // Constant operands the kernel reads packed are packed once, here, for the plan.
+        // Constant operands the kernel reads packed: packed once, shared by every plan.
         for (const CompiledKernel::Prepack& pp : kernel->prepacks) {
           const Tensor* c = fg.constant_data(st.buffers[size_t(pp.buffer)]);
           FUSOR_ASSERT(c && c->dtype() == DType::F32, "kernel '", spec.name, "' prepacks a buffer that is not an f32 constant");
-          Tensor packed = Tensor::empty(DType::F32, Shape{pp.floats});
-          kernel->pack(pp, c->data<float>(), packed.data<float>());
-          st.packed.emplace_back(size_t(pp.buffer), std::move(packed));
+          st.packed.emplace_back(size_t(pp.buffer), packed_constant(*kernel, pp, *c));
         }
         plan->steps.push_back(std::move(st));
         continue;
@@ -242,7 +307,22 @@ struct Engine::Impl {
       plan->steps.erase(plan->steps.begin() + std::ptrdiff_t(i));
     }
     plan_arena(*plan, fg, f.types);
+    // The plan's own memory: its arena, and constants the passes made (folded, merged
+    // weights) that the user's graph does not hold.
+    std::unordered_set<const void*> users;
+    for (size_t v = 0; v < g.values().size(); ++v)
+      if (const Tensor* c = g.constant_data(ValueId(v))) users.insert(c->raw());
+    plan->bytes = uint64_t(plan->arena_bytes) + sizeof(Plan);
+    for (size_t v = 0; v < fg.values().size(); ++v)
+      if (const Tensor* c = fg.constant_data(ValueId(v)); c && !users.count(c->raw())) plan->bytes += uint64_t(c->nbytes());
     return plan;
+  }
+
+  std::shared_ptr<const Plan> plan_for(const Graph& g, const PlanKey& key) {
+    return plans.get_or_build(key, [&] {
+      std::shared_ptr<const Plan> p = build_plan(g, key.inputs);
+      return SizedValue<Plan>{p, p->bytes};
+    });
   }
 
   EngineOptions options;
@@ -250,9 +330,12 @@ struct Engine::Impl {
   ThreadPool pool;
   std::unique_ptr<LlvmBackend> llvm;  // set when options.backend is Llvm
   std::string target;                 // the JIT backend's target, part of kernel keys
+  std::string compiler;               // the JIT backend's compiler version, part of kernel keys
+  std::unique_ptr<DiskStore> store;   // the persistent kernel store, when in use
   KeyedCache<PlanKey, Plan, PlanKeyHash> plans;
   KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
-  std::atomic<uint64_t> compiled{0}, compile_us{0};
+  KeyedCache<PackKey, Tensor, PackKeyHash> packed;
+  std::atomic<uint64_t> compiled{0}, compile_us{0}, disk_hits{0}, disk_writes{0}, load_us{0};
   ArenaPool arenas;
 };
 
@@ -273,16 +356,33 @@ class ArenaLease {
 };
 }  // namespace
 
-Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(options)) {}
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Engine::~Engine() = default;
 
 const EngineOptions& Engine::options() const { return impl_->options; }
 
 EngineStats Engine::stats() const {
-  CacheStats s = impl_->plans.stats();
-  CacheStats k = impl_->kernels.stats();
-  return EngineStats{s.hits, s.misses, s.entries, k.hits, impl_->compiled.load(),
-                     double(impl_->compile_us.load()) / 1000.0};
+  const Impl& m = *impl_;
+  CacheStats p = m.plans.stats(), k = m.kernels.stats(), w = m.packed.stats();
+  EngineStats s;
+  s.plan_hits = p.hits;
+  s.plan_misses = p.misses;
+  s.plans = p.entries;
+  s.plan_evictions = p.evictions;
+  s.plan_bytes = p.bytes;
+  s.kernel_hits = k.hits;
+  s.kernels_compiled = m.compiled.load();
+  s.disk_hits = m.disk_hits.load();
+  s.disk_writes = m.disk_writes.load();
+  s.kernel_evictions = k.evictions;
+  s.kernel_bytes = k.bytes;
+  s.packed_bytes = w.bytes;
+  s.compile_ms = double(m.compile_us.load()) / 1000.0;
+  if (m.llvm) s.compile_ms_by_backend["llvm"] = s.compile_ms;
+  s.load_ms = double(m.load_us.load()) / 1000.0;
+  s.disk_enabled = m.store != nullptr;
+  if (m.store) s.disk_dir = m.store->dir();
+  return s;
 }
 
 TensorMap Engine::run(const Graph& graph, const TensorMap& inputs) {
@@ -303,8 +403,7 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
   key.inputs = bind_inputs(graph, inputs, &feeds);
   key.graph_fingerprint = graph.fingerprint();
   key.options_hash = impl_->options_hash;
-  std::shared_ptr<const Plan> plan =
-      impl_->plans.get_or_build(key, [&] { return impl_->build_plan(graph, key.inputs); });
+  std::shared_ptr<const Plan> plan = impl_->plan_for(graph, key);
   const Graph& g = plan->fused.graph;
   const std::vector<TensorType>& types = plan->fused.types;
 
@@ -347,7 +446,7 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
         if (!t.defined()) t = Tensor::empty(types[size_t(v)].dtype, types[size_t(v)].shape);
         bufs[i] = t.raw();
       }
-      for (const auto& [i, packed] : st.packed) bufs[i] = const_cast<void*>(packed.raw());  // read only
+      for (const auto& [i, packed] : st.packed) bufs[i] = const_cast<void*>(packed->raw());  // read only
       const CompiledKernel& k = *st.kernel;
       impl_->pool.parallel_for(k.tasks, 1, [&](int64_t b, int64_t e) { k.run(bufs, b, e); });
     } else if (st.alias) {
@@ -381,6 +480,14 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
       std::memcpy(it->second.raw(), values[size_t(o)].raw(), it->second.nbytes());
     }
   }
+}
+
+void Engine::prepare(const Graph& graph, const DimBindings& dims) {
+  PlanKey key;
+  key.inputs = input_types_from_dims(graph, dims);
+  key.graph_fingerprint = graph.fingerprint();
+  key.options_hash = impl_->options_hash;
+  impl_->plan_for(graph, key);
 }
 
 std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool json) {

@@ -8,6 +8,7 @@
 // later runs with the same shapes reuse it. An Engine may be shared by threads.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,8 +21,8 @@
 namespace fusor {
 
 /// Which code runs the graph's groups. Static: the precompiled per-op kernels. Llvm: each
-/// fused group the LLVM backend takes (pointwise so far) becomes one JIT-compiled kernel;
-/// the other groups run on the static kernels.
+/// fused group the LLVM backend takes (pointwise, row reductions, contractions) becomes one
+/// JIT-compiled kernel; the other groups (attention, opaque ops) run on the static kernels.
 enum class BackendKind : uint8_t { Static, Llvm };
 
 /// "static", "llvm".
@@ -42,18 +43,48 @@ struct EngineOptions {
   /// When not empty: an existing folder where JIT backends write each kernel's spec, IR
   /// and assembly (does not change the code, so it is not part of the plan key).
   std::string dump_dir;
+  /// Keep compiled kernels in the persistent store (cache/disk_store.h), so that a process
+  /// that restarts runs every shape it has seen before without compiling. A store that
+  /// cannot be used (read-only, unsafe or missing folder) leaves the engine memory-only,
+  /// with a warning.
+  bool disk_cache = true;
+  /// The store's folder; empty: $FUSOR_CACHE_DIR, $XDG_CACHE_HOME/fusor or ~/.cache/fusor.
+  std::string cache_dir;
+  /// In-memory budgets, least recently used entries evicted beyond them (0: unbounded):
+  /// plans (with their arenas' sizes), compiled kernels (their code), and the packed
+  /// copies of weights that kernels of every shape share.
+  uint64_t plan_cache_bytes = uint64_t(1) << 30;
+  uint64_t kernel_cache_bytes = uint64_t(256) << 20;
+  uint64_t packed_cache_bytes = uint64_t(2) << 30;
+  /// Receives warnings (e.g. a disk store that cannot be used); unset: standard error.
+  std::function<void(const std::string&)> warn;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };
 
-/// Counters of an engine's plan cache.
+/// Counters of an engine's caches (a snapshot; every field counts since construction
+/// unless it says "now").
 struct EngineStats {
-  uint64_t plan_hits = 0;
-  uint64_t plan_misses = 0;
-  uint64_t plans = 0;
-  uint64_t kernel_hits = 0;     ///< plans that found their kernel already compiled
-  uint64_t kernels_compiled = 0;
-  double compile_ms = 0;        ///< total JIT compile time
+  uint64_t plan_hits = 0;         ///< runs that found their plan
+  uint64_t plan_misses = 0;       ///< plans built (a new graph or shape signature)
+  uint64_t plans = 0;             ///< plans held now
+  uint64_t plan_evictions = 0;
+  uint64_t plan_bytes = 0;        ///< held now: the plans' arenas and their own constants
+  uint64_t kernel_hits = 0;       ///< kernels a plan found already in memory
+  uint64_t kernels_compiled = 0;  ///< kernels compiled by a JIT backend
+  uint64_t disk_hits = 0;         ///< kernels loaded from the persistent store, not compiled
+  uint64_t disk_writes = 0;       ///< kernels saved to the persistent store
+  uint64_t kernel_evictions = 0;
+  uint64_t kernel_bytes = 0;      ///< held now: compiled code
+  uint64_t packed_bytes = 0;      ///< held now: packed copies of weights
+  double compile_ms = 0;          ///< total JIT compile time (all backends)
+  std::map<std::string, double, std::less<>> compile_ms_by_backend;  ///< e.g. {"llvm": 412.5}
+  double load_ms = 0;             ///< total time linking kernels from the store
+  std::string disk_dir;           ///< the persistent store's folder ("" when off)
+  bool disk_enabled = false;      ///< whether the store is in use
+
+  uint64_t evictions() const { return plan_evictions + kernel_evictions; }
+  uint64_t bytes() const { return plan_bytes + kernel_bytes + packed_bytes; }
 };
 
 /// Named tensors: the inputs and outputs of a run.
@@ -80,6 +111,11 @@ class Engine {
   /// memory, e.g. from Tensor::borrow); outputs not there are allocated and added. Names
   /// in `outputs` that are not graph outputs are refused (InvalidArgument).
   void run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs);
+
+  /// Builds (or finds) the plan of `graph` at the given dims without running it: traces,
+  /// fuses and compiles every kernel (into the persistent store too), so a later run of
+  /// that shape only executes. What `fusor warmup` calls for each shape. Thread-safe.
+  void prepare(const Graph& graph, const DimBindings& dims);
 
   /// The explain report of `graph` at the given dims (every named input dim bound): the
   /// groups, the patterns, the fusions declined and why, kernel counts and bytes. Text, or

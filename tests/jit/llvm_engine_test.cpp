@@ -15,7 +15,7 @@ namespace {
 
 std::unique_ptr<Engine> llvm_engine() {
   try {
-    return std::make_unique<Engine>(EngineOptions{.backend = BackendKind::Llvm, .num_threads = 2});
+    return std::make_unique<Engine>(EngineOptions{.backend = BackendKind::Llvm, .num_threads = 2, .disk_cache = false});
   } catch (const Error& e) {
     MESSAGE("skipped: " << e.what());
     return nullptr;

@@ -91,4 +91,38 @@ std::map<std::string, int64_t, std::less<>> parse_dims(const Args& args) {
 }
 
 
+void apply_cache_flags(const Args& args, EngineOptions* options) {
+  if (auto dir = args.get("--cache-dir")) {
+    if (dir->empty()) throw UsageError{"--cache-dir needs a folder"};
+    options->cache_dir = *dir;
+  }
+  if (args.has("--no-disk-cache")) options->disk_cache = false;
+}
+
+std::string stats_json(const EngineStats& s) {
+  std::string by_backend;
+  for (const auto& [name, ms] : s.compile_ms_by_backend)
+    by_backend += (by_backend.empty() ? "" : ", ") + json_string(name) + ": " + json_number(ms);
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  return "{\"hits\": " + u(s.plan_hits) + ", \"misses\": " + u(s.plan_misses) + ", \"compiles\": " +
+         u(s.kernels_compiled) + ", \"disk_hits\": " + u(s.disk_hits) + ", \"disk_writes\": " + u(s.disk_writes) +
+         ", \"evictions\": " + u(s.evictions()) + ", \"bytes\": " + u(s.bytes()) + ", \"plans\": " + u(s.plans) +
+         ", \"kernel_hits\": " + u(s.kernel_hits) + ", \"compile_ms\": " + json_number(s.compile_ms) +
+         ", \"compile_ms_by_backend\": {" + by_backend + "}, \"load_ms\": " + json_number(s.load_ms) +
+         ", \"disk\": " + (s.disk_enabled ? json_string(s.disk_dir) : std::string("null")) + "}";
+}
+
+std::string stats_text(const EngineStats& s) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "  plans: %llu hits, %llu misses, %llu held\n"
+                "  kernels: %llu compiled (%.1f ms), %llu from the store (%.1f ms), %llu shared in memory\n"
+                "  evictions %llu, cached bytes %llu; store: %s\n",
+                (unsigned long long)s.plan_hits, (unsigned long long)s.plan_misses, (unsigned long long)s.plans,
+                (unsigned long long)s.kernels_compiled, s.compile_ms, (unsigned long long)s.disk_hits, s.load_ms,
+                (unsigned long long)s.kernel_hits, (unsigned long long)s.evictions(), (unsigned long long)s.bytes(),
+                s.disk_enabled ? s.disk_dir.c_str() : "off");
+  return buf;
+}
+
 }  // namespace fusor::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/json.h"
+#include "jit/engine.h"
 
 namespace fusor::cli {
 
@@ -47,6 +48,20 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
 
 /// The --dim NAME=SIZE bindings of a command line (UsageError when malformed).
 std::map<std::string, int64_t, std::less<>> parse_dims(const Args& args);
+
+/// The cache options every engine-making subcommand takes: --cache-dir DIR (the persistent
+/// kernel store's folder) and --no-disk-cache (memory only).
+void apply_cache_flags(const Args& args, EngineOptions* options);
+/// The flags apply_cache_flags reads, for Args::parse: valued and switches.
+inline const std::vector<std::string> kCacheValued{"--cache-dir"};
+inline const std::vector<std::string> kCacheSwitches{"--no-disk-cache"};
+
+/// An engine's cache statistics as one JSON object: hits, misses, compiles, disk_hits,
+/// disk_writes, evictions, bytes, plans, kernel_hits, compile_ms (and per backend),
+/// load_ms, disk (the store's folder or null).
+std::string stats_json(const EngineStats& s);
+/// The same as indented text lines.
+std::string stats_text(const EngineStats& s);
 
 
 }  // namespace fusor::cli

@@ -36,6 +36,10 @@ const char* const kRunUsage =
     "  --repeat N           timed runs after one warm-up run (default 1)\n"
     "  --save DIR           write every output to DIR/NAME.npy\n"
     "  --dump DIR           write each JIT kernel's spec, LLVM IR and assembly to DIR\n"
+    "  --stats              print the cache statistics (with --json: an object \"stats\")\n"
+    "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
+    "                       ~/.cache/fusor)\n"
+    "  --no-disk-cache      compile in memory only, without the persistent store\n"
     "  --json               print one JSON object instead of text\n"
     "  --help               this text\n";
 
@@ -69,13 +73,18 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  Args args = Args::parse(argc, argv, 2, {"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save", "--dump"},
-                          {"--json", "--no-fuse"});
+  std::vector<std::string> valued{"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save", "--dump"};
+  std::vector<std::string> switches{"--json", "--no-fuse", "--stats"};
+  valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
+  switches.insert(switches.end(), kCacheSwitches.begin(), kCacheSwitches.end());
+  Args args = Args::parse(argc, argv, 2, valued, switches);
   if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file"};
   EngineOptions options;
   options.backend = parse_backend(args.get("--backend").value_or("static"));
   options.num_threads = int(args.get_int("--threads", 0, 0, 1024));
   options.fuse = !args.has("--no-fuse");
+  apply_cache_flags(args, &options);
+  const bool stats = args.has("--stats");
   if (auto dir = args.get("--dump")) {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
@@ -153,9 +162,11 @@ int cmd_run(int argc, char** argv) {
                   json_number(c.abs_sum).c_str(), static_cast<long long>(c.nonfinite));
       first = false;
     }
-    std::printf("], \"first_run_ms\": %s, \"repeat\": %lld, \"median_ms\": %s, \"min_ms\": %s}\n",
+    std::printf("], \"first_run_ms\": %s, \"repeat\": %lld, \"median_ms\": %s, \"min_ms\": %s",
                 json_number(first_ms).c_str(), static_cast<long long>(repeat), json_number(med).c_str(),
                 json_number(best).c_str());
+    if (stats) std::printf(", \"stats\": %s", stats_json(engine.stats()).c_str());
+    std::printf("}\n");
     return kOk;
   }
   std::printf("graph %s on %s (%d threads)", graph.name().c_str(), std::string(backend_name(options.backend)).c_str(),
@@ -169,6 +180,7 @@ int cmd_run(int argc, char** argv) {
   }
   std::printf("  first run %.3f ms; %lld timed runs: median %.3f ms, min %.3f ms\n", first_ms,
               static_cast<long long>(repeat), med, best);
+  if (stats) std::printf("cache:\n%s", stats_text(engine.stats()).c_str());
   return kOk;
 }
 

@@ -1,0 +1,228 @@
+// The engine's caches end to end: the persistent kernel store across engines (a restart),
+// bad store entries and unusable folders, byte budgets and eviction, and many threads
+// asking for one new shape at once (single flight) or for many shapes.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "ir/text_format.h"
+#include "jit/engine.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_util.h"
+
+using namespace fusor;
+
+namespace {
+
+// A graph of three JIT kernels (a matmul with its epilogue, a layernorm, a pointwise chain)
+// with a dynamic row count T.
+const char* kGraph = R"(graph cached
+input x: f32[T, 24]
+const w: f32[24, 40] = randn(seed=1, std=0.2)
+const b: f32[40] = randn(seed=2, std=0.1)
+const g: f32[40] = uniform(seed=3, low=0.5, high=1.5)
+const beta: f32[40] = randn(seed=4, std=0.1)
+m = MatMul(x, w)
+h = Add(m, b)
+r = Relu(h)
+n = LayerNormalization(r, g, beta) {axis=-1, epsilon=1e-5}
+t = Tanh(n)
+y = Mul(t, n)
+output y
+)";
+
+struct Recorder {
+  std::mutex mu;
+  std::vector<std::string> warnings;
+  std::function<void(const std::string&)> fn() {
+    return [this](const std::string& w) {
+      std::lock_guard<std::mutex> lk(mu);
+      warnings.push_back(w);
+    };
+  }
+};
+
+std::unique_ptr<Engine> engine_in(const std::string& dir, Recorder* rec = nullptr, EngineOptions o = {}) {
+  o.backend = BackendKind::Llvm;
+  o.num_threads = 2;
+  o.cache_dir = dir;
+  if (rec) o.warn = rec->fn();
+  try {
+    return std::make_unique<Engine>(o);
+  } catch (const Error& e) {
+    MESSAGE("skipped: " << e.what());
+    return nullptr;
+  }
+}
+
+TensorMap input(int64_t t) { return {{"x", test::randn({t, 24}, uint64_t(t))}}; }
+
+TensorMap reference(const Graph& g, int64_t t) {
+  Engine e(EngineOptions{.num_threads = 2, .fuse = false});
+  return e.run(g, input(t));
+}
+
+void check_close(const TensorMap& got, const TensorMap& want) {
+  for (const auto& [name, tensor] : want) FUSOR_CHECK_CLOSE(got.at(name), tensor, 1e-4, 1e-4);
+}
+
+}  // namespace
+
+TEST_SUITE("jit/cache") {
+  TEST_CASE("a restarted engine runs a known shape from the persistent store without compiling") {
+    test::TempDir dir("engine-store");
+    Graph g = parse_graph(kGraph);
+    TensorMap first;
+    {
+      auto e = engine_in(dir.file("store"));
+      if (!e) return;
+      first = e->run(g, input(17));
+      EngineStats s = e->stats();
+      CHECK(s.disk_enabled);
+      CHECK(s.kernels_compiled == 3);
+      CHECK(s.disk_writes == 3);
+      CHECK(s.disk_hits == 0);
+    }
+    auto e = engine_in(dir.file("store"));  // "after a restart"
+    TensorMap again = e->run(g, input(17));
+    EngineStats s = e->stats();
+    CHECK(s.kernels_compiled == 0);
+    CHECK(s.disk_hits == 3);
+    for (const auto& [name, t] : first) FUSOR_CHECK_CLOSE(again.at(name), t, 0, 0);
+    // A new shape still compiles (and joins the store).
+    check_close(e->run(g, input(5)), reference(g, 5));
+    CHECK(e->stats().kernels_compiled == 3);
+  }
+
+  TEST_CASE("corrupt store entries are warned about and rebuilt") {
+    test::TempDir dir("engine-corrupt");
+    Graph g = parse_graph(kGraph);
+    {
+      auto e = engine_in(dir.file("store"));
+      if (!e) return;
+      e->run(g, input(9));
+    }
+    int corrupted = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir.path() / "store" / "entries")) {
+      std::fstream io(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+      io.seekp(-5, std::ios::end);
+      io.put('\x5a');
+      ++corrupted;
+    }
+    CHECK(corrupted == 3);
+    Recorder rec;
+    auto e = engine_in(dir.file("store"), &rec);
+    check_close(e->run(g, input(9)), reference(g, 9));
+    CHECK(e->stats().kernels_compiled == 3);
+    CHECK(e->stats().disk_hits == 0);
+    CHECK(rec.warnings.size() == 3);
+    // Rebuilt: the next engine loads them.
+    auto f = engine_in(dir.file("store"));
+    f->run(g, input(9));
+    CHECK(f->stats().disk_hits == 3);
+    CHECK(f->stats().kernels_compiled == 0);
+  }
+
+  TEST_CASE("an unusable store folder leaves the engine memory-only with a warning") {
+    test::TempDir dir("engine-bad-dir");
+    Graph g = parse_graph(kGraph);
+    std::ofstream(dir.file("a-file")) << "not a folder";
+    std::filesystem::create_directories(dir.path() / "open");
+    std::filesystem::permissions(dir.path() / "open", std::filesystem::perms::all);  // 0777: others could plant code
+    for (const std::string& bad : {dir.file("a-file"), dir.file("open")}) {
+      CAPTURE(bad);
+      Recorder rec;
+      auto e = engine_in(bad, &rec);
+      if (!e) return;
+      CHECK_FALSE(e->stats().disk_enabled);
+      REQUIRE(rec.warnings.size() == 1);
+      CHECK(rec.warnings[0].find(bad) != std::string::npos);
+      check_close(e->run(g, input(3)), reference(g, 3));
+      CHECK(e->stats().kernels_compiled == 3);
+    }
+  }
+
+  TEST_CASE("byte budgets evict plans and kernels and runs stay correct") {
+    Graph g = parse_graph(kGraph);
+    EngineOptions o;
+    o.disk_cache = false;
+    o.plan_cache_bytes = 1;  // smaller than any plan: none is kept
+    o.kernel_cache_bytes = 1;
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    for (int64_t t : {4, 4, 7}) check_close(e->run(g, input(t)), reference(g, t));
+    EngineStats s = e->stats();
+    CHECK(s.plans == 0);
+    CHECK(s.plan_misses == 3);  // the repeated shape was built again
+    CHECK(s.kernel_bytes == 0);
+    CHECK(s.kernels_compiled == 9);
+    // An ample budget keeps everything; the least recently used plan goes first when tight.
+    EngineOptions roomy;
+    roomy.disk_cache = false;
+    auto r = engine_in("", nullptr, roomy);
+    r->run(g, input(4));
+    const uint64_t packed = r->stats().packed_bytes;
+    CHECK(packed > 0);
+    for (int64_t t : {5, 4}) r->run(g, input(t));
+    CHECK(r->stats().packed_bytes == packed);  // the weights are packed once for every shape
+    CHECK(r->stats().plans == 2);
+    CHECK(r->stats().plan_hits == 1);
+    CHECK(r->stats().evictions() == 0);
+    CHECK(r->stats().bytes() > 0);
+  }
+
+  TEST_CASE("eight threads asking for one new shape build it once") {
+    Graph g = parse_graph(kGraph);
+    EngineOptions o;
+    o.disk_cache = false;
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    TensorMap want = reference(g, 33);
+    std::vector<TensorMap> got(8);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i) threads.emplace_back([&, i] { got[size_t(i)] = e->run(g, input(33)); });
+    for (std::thread& t : threads) t.join();
+    for (const TensorMap& m : got) check_close(m, want);
+    EngineStats s = e->stats();
+    CHECK(s.plan_misses == 1);
+    CHECK(s.plan_hits == 7);
+    CHECK(s.kernels_compiled == 3);
+  }
+
+  TEST_CASE("threads running different shapes at once get their own results") {
+    Graph g = parse_graph(kGraph);
+    EngineOptions o;
+    o.disk_cache = false;
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    std::vector<std::thread> threads;
+    std::vector<int> ok(6, 0);
+    for (int i = 0; i < 6; ++i)
+      threads.emplace_back([&, i] {
+        const int64_t t = 1 + i % 3 * 8;  // 1, 9, 17
+        for (int rep = 0; rep < 3; ++rep) {
+          TensorMap out = e->run(g, input(t));
+          ok[size_t(i)] += out.at("y").shape() == Shape{t, 40};
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    for (int v : ok) CHECK(v == 3);
+    for (int64_t t : {1, 9, 17}) check_close(e->run(g, input(t)), reference(g, t));
+    CHECK(e->stats().plan_misses == 3);
+  }
+
+  TEST_CASE("prepare compiles a shape ahead of its first run") {
+    test::TempDir dir("engine-prepare");
+    Graph g = parse_graph(kGraph);
+    auto e = engine_in(dir.file("store"));
+    if (!e) return;
+    e->prepare(g, {{"T", 12}});
+    CHECK(e->stats().kernels_compiled == 3);
+    check_close(e->run(g, input(12)), reference(g, 12));
+    CHECK(e->stats().plan_hits == 1);
+    CHECK(e->stats().kernels_compiled == 3);
+  }
+}
