@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/llvm/emit_expr.h"
+#include "codegen/llvm/emit_tile.h"
 #include "codegen/packing.h"
 #include "ir/error.h"
 
@@ -159,165 +160,6 @@ int64_t product(const std::vector<int64_t>& v) {
 // B panels per batch: NR columns (GEMM) or NR pixels of one output row (conv).
 int64_t panels_for(const Form& f, int64_t nr) { return f.conv ? f.p.oh * ceil_div(f.p.ow, nr) : ceil_div(f.n, nr); }
 
-std::string vec_type(int64_t vl) {
-  std::string s = "<";  // (built in steps: GCC 12 warns falsely on "<" + std::string)
-  s += std::to_string(vl);
-  s += " x float>";
-  return s;
-}
-std::string i64(int64_t v) { return std::to_string(v); }
-
-// How a micro-kernel reads B (Note [Contraction kernels]).
-struct BRead {
-  bool masked_image = false;  // conv direct: %img, %iy0, %ix0; taps and lane masks
-  int64_t segs = 1;           // segments (filter taps)
-  int64_t ks = 0;             // steps per segment
-  int64_t step = 0;           // elements between k steps (packed panel: nr; image: channel stride)
-};
-
-// A micro-kernel: @<name>(ptr %a0..., <B args>, ptr %tile). Row i's A element of segment s,
-// step kk is at a_i + s * ks * astep + kk * astep; the tile is stored row-major [mr][nr].
-// B args: `ptr %b` (a packed panel: s * ks * nr + kk * nr + v * vl) or, for masked_image,
-// `ptr %img, i64 %iy0, i64 %ix0` (the tap (ky, kx) reads the image at row iy0 + ky * dil_h,
-// columns ix0 + kx * dil_w + lane, channel kk; lanes outside the image read as 0).
-std::string emit_microkernel(const std::string& name, const ContractionTiling& t, const Form& f, const BRead& br,
-                             int64_t astep) {
-  const std::string vt = vec_type(t.vl);
-  const std::string mt = "<" + i64(t.vl) + " x i1>";
-  std::ostringstream os;
-  os << "define internal void @" << name << "(";
-  for (int64_t i = 0; i < t.mr; ++i) os << "ptr noalias %a" << i << ", ";
-  os << (br.masked_image ? "ptr noalias %img, i64 %iy0, i64 %ix0" : "ptr noalias %b")
-     << ", ptr noalias %tile) #1 {\nentry:\n  br label %seg\nseg:\n"
-     << "  %s = phi i64 [ 0, %entry ], [ %s.next, %seg.end ]\n";
-  auto acc = [](int64_t i, int64_t v, const char* stage) {
-    return "%acc." + std::to_string(i) + "." + std::to_string(v) + "." + stage;
-  };
-  for (int64_t i = 0; i < t.mr; ++i)
-    for (int64_t v = 0; v < t.nv; ++v)
-      os << "  " << acc(i, v, "s") << " = phi " << vt << " [ zeroinitializer, %entry ], [ " << acc(i, v, "n")
-         << ", %seg.end ]\n";
-  IrText sg("g");
-  std::string aoff = sg.op("mul i64 %s, " + i64(br.ks * astep));
-  std::vector<std::string> ap;
-  for (int64_t i = 0; i < t.mr; ++i)
-    ap.push_back(sg.op("getelementptr inbounds float, ptr %a" + i64(i) + ", i64 " + aoff));
-  std::string bs;
-  std::vector<std::string> mask;
-  if (br.masked_image) {
-    const Conv2dParams& p = f.p;
-    std::string ky = sg.op("udiv i64 %s, " + i64(p.kw));
-    std::string kx = sg.op("urem i64 %s, " + i64(p.kw));
-    std::string iy = sg.op("add i64 %iy0, " + sg.op("mul i64 " + ky + ", " + i64(p.dil_h)));
-    std::string ix = sg.op("add i64 %ix0, " + sg.op("mul i64 " + kx + ", " + i64(p.dil_w)));
-    std::string y_lo = sg.op("icmp sge i64 " + iy + ", 0");
-    std::string y_hi = sg.op("icmp slt i64 " + iy + ", " + i64(p.h));
-    std::string y_ok = sg.op("and i1 " + y_lo + ", " + y_hi);
-    std::string off = sg.op("add i64 " + sg.op("mul i64 " + iy + ", " + i64(f.sy)) + ", " + ix);
-    bs = sg.op("getelementptr float, ptr %img, i64 " + off);  // may point outside: only masked lanes use it
-    const std::string lanes_t = "<" + i64(t.vl) + " x i64>";
-    std::string lanes = "<";
-    for (int64_t l = 0; l < t.vl; ++l) lanes += (l ? ", i64 " : "i64 ") + i64(l);
-    lanes += ">";
-    std::string ins = sg.op("insertelement " + lanes_t + " poison, i64 " + ix + ", i64 0");
-    std::string ixs = sg.op("shufflevector " + lanes_t + " " + ins + ", " + lanes_t + " poison, <" + i64(t.vl) +
-                            " x i32> zeroinitializer");
-    std::string yins = sg.op("insertelement " + mt + " poison, i1 " + y_ok + ", i64 0");
-    std::string ys = sg.op("shufflevector " + mt + " " + yins + ", " + mt + " poison, <" + i64(t.vl) +
-                           " x i32> zeroinitializer");
-    for (int64_t v = 0; v < t.nv; ++v) {
-      std::string col = sg.op("add " + lanes_t + " " + ixs + ", " + lanes);
-      if (v) col = sg.op("add " + lanes_t + " " + col + ", <" + [&] {
-        std::string c;
-        for (int64_t l = 0; l < t.vl; ++l) c += (l ? ", i64 " : "i64 ") + i64(v * t.vl);
-        return c;
-      }() + ">");
-      std::string lo = sg.op("icmp sge " + lanes_t + " " + col + ", zeroinitializer");
-      std::string hi = sg.op("icmp slt " + lanes_t + " " + col + ", <" + [&] {
-        std::string c;
-        for (int64_t l = 0; l < t.vl; ++l) c += (l ? ", i64 " : "i64 ") + i64(p.w);
-        return c;
-      }() + ">");
-      mask.push_back(sg.op("and " + mt + " " + sg.op("and " + mt + " " + lo + ", " + hi) + ", " + ys));
-    }
-  } else {
-    std::string bo = sg.op("mul i64 %s, " + i64(br.ks * t.nr));
-    bs = sg.op("getelementptr inbounds float, ptr %b, i64 " + bo);
-  }
-  os << sg.text() << "  br label %k\nk:\n  %kk = phi i64 [ 0, %seg ], [ %kk.next, %k ]\n";
-  for (int64_t i = 0; i < t.mr; ++i)
-    for (int64_t v = 0; v < t.nv; ++v)
-      os << "  " << acc(i, v, "k") << " = phi " << vt << " [ " << acc(i, v, "s") << ", %seg ], [ " << acc(i, v, "n")
-         << ", %k ]\n";
-  IrText kb("q");
-  std::string kb_off = kb.op("mul i64 %kk, " + i64(br.step));
-  std::vector<std::string> bv;
-  for (int64_t v = 0; v < t.nv; ++v) {
-    std::string o = v ? kb.op("add i64 " + kb_off + ", " + i64(v * t.vl)) : kb_off;
-    if (br.masked_image) {
-      std::string p = kb.op("getelementptr float, ptr " + bs + ", i64 " + o);
-      bv.push_back(kb.op("call " + vt + " @llvm.masked.load.v" + i64(t.vl) + "f32.p0(ptr " + p + ", i32 4, " + mt + " " +
-                         mask[size_t(v)] + ", " + vt + " zeroinitializer)"));
-    } else {
-      std::string p = kb.op("getelementptr inbounds float, ptr " + bs + ", i64 " + o);
-      bv.push_back(kb.op("load " + vt + ", ptr " + p + ", align 4"));
-    }
-  }
-  std::string ka = astep == 1 ? "%kk" : kb.op("mul i64 %kk, " + i64(astep));
-  for (int64_t i = 0; i < t.mr; ++i) {
-    std::string p = kb.op("getelementptr inbounds float, ptr " + ap[size_t(i)] + ", i64 " + ka);
-    std::string x = kb.op("load float, ptr " + p + ", align 4");
-    std::string ins = kb.op("insertelement " + vt + " poison, float " + x + ", i64 0");
-    std::string splat = kb.op("shufflevector " + vt + " " + ins + ", " + vt + " poison, <" + i64(t.vl) +
-                              " x i32> zeroinitializer");
-    for (int64_t v = 0; v < t.nv; ++v)
-      kb.line(acc(i, v, "n") + " = call " + vt + " @llvm.fma.v" + i64(t.vl) + "f32(" + vt + " " + splat + ", " + vt +
-              " " + bv[size_t(v)] + ", " + vt + " " + acc(i, v, "k") + ")");
-  }
-  os << kb.text() << "  %kk.next = add nuw nsw i64 %kk, 1\n  %kdone = icmp eq i64 %kk.next, " << br.ks
-     << "\n  br i1 %kdone, label %seg.end, label %k\nseg.end:\n  %s.next = add nuw nsw i64 %s, 1\n"
-     << "  %sdone = icmp eq i64 %s.next, " << br.segs << "\n  br i1 %sdone, label %exit, label %seg\nexit:\n";
-  IrText st("w");
-  for (int64_t i = 0; i < t.mr; ++i)
-    for (int64_t v = 0; v < t.nv; ++v) {
-      std::string p = st.op("getelementptr inbounds float, ptr %tile, i64 " + i64(i * t.nr + v * t.vl));
-      st.line("store " + vt + " " + acc(i, v, "n") + ", ptr " + p + ", align 4");
-    }
-  os << st.text() << "  ret void\n}\n";
-  return os.str();
-}
-
-// The epilogue of Note [Contraction kernels]: @<name>(ptr %tile, ptr %p0..., i64 %rows,
-// i64 %cols), %p<x> = epilogue access x at the tile's (row0, col0); rows outer, columns
-// (the output's contiguous dim) inner.
-std::string emit_epilogue(const std::string& name, const KernelSpec& spec, const Form& f, const ContractionTiling& t) {
-  ExprGraph g = spec.contraction.epilogue;
-  for (size_t x = 0; x < g.accesses.size(); ++x) g.accesses[x].strides = {f.epi[x].col};
-  std::ostringstream os;
-  os << "define internal void @" << name << "(ptr noalias %tile, ";
-  for (size_t x = 0; x < g.accesses.size(); ++x) os << "ptr noalias %p" << x << ", ";
-  os << "i64 %rows, i64 %cols) #1 {\nentry:\n  br label %outer\nouter:\n"
-     << "  %o = phi i64 [ 0, %entry ], [ %o.next, %outer.end ]\n";
-  IrText q("r"), hoisted("h"), body("v");
-  ExprEnv env;
-  env.index = "%u";
-  for (size_t x = 0; x < g.accesses.size(); ++x) {
-    std::string off = q.op("mul i64 %o, " + i64(f.epi[x].row));
-    env.access_ptr.push_back(q.op("getelementptr " + access_type(g.accesses[x]) + ", ptr %p" + i64(int64_t(x)) +
-                                  ", i64 " + off));
-  }
-  std::string ti = body.op("add i64 " + body.op("mul i64 %o, " + i64(t.nr)) + ", %u");
-  std::string tp = body.op("getelementptr inbounds float, ptr %tile, i64 " + ti);
-  env.acc = body.op("load float, ptr " + tp + ", align 4");
-  emit_stores(g, env, emit_expr(g, env, hoisted, body), body);
-  os << q.text() << hoisted.text() << "  br label %inner\ninner:\n  %u = phi i64 [ 0, %outer ], [ %u.next, %inner ]\n"
-     << body.text() << "  %u.next = add nuw nsw i64 %u, 1\n  %udone = icmp eq i64 %u.next, %cols\n"
-     << "  br i1 %udone, label %outer.end, label %inner\nouter.end:\n"
-     << "  %o.next = add nuw nsw i64 %o, 1\n  %odone = icmp eq i64 %o.next, %rows\n"
-     << "  br i1 %odone, label %exit, label %outer\nexit:\n  ret void\n}\n";
-  return os.str();
-}
-
 bool check(const KernelSpec& spec, std::string* why) {
   auto no = [&](const std::string& reason) {
     if (why) *why = reason;
@@ -378,19 +220,11 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   // The spec's B (GEMM B, conv weights) is packed by the runtime when constant; a 1x1 conv's
   // weights are read in place.
   t.prepack = spec.buffers[size_t(c.b.buffer)].constant && (f->conv || f->b_buf == c.b.buffer);
-  const int64_t budget = vector_floats >= 16 ? 24 : 12, max_mr = vector_floats >= 16 ? 14 : 8;
-  double best = -1;
-  for (int64_t nv = 1; nv <= 4; ++nv)
-    for (int64_t mr = 1; mr <= max_mr && mr * nv <= budget; ++mr) {
-      const int64_t nr = nv * vector_floats;
-      const double cost = double(ceil_div(f->m, mr)) * double(panels_for(*f, nr)) * (double(mr * nv) + 1.5);
-      if (best < 0 || cost < best || (cost == best && mr * nv > t.mr * t.nv)) {
-        best = cost;
-        t.mr = mr;
-        t.nv = nv;
-      }
-    }
-  t.nr = t.nv * t.vl;
+  TileShape shape;
+  choose_tile(vector_floats, f->m, [&](int64_t nr) { return panels_for(*f, nr); }, &shape);
+  t.mr = shape.mr;
+  t.nv = shape.nv;
+  t.nr = shape.nr;
   t.batches = product(f->batch);
   t.m_tiles = ceil_div(f->m, t.mr);
   t.panels = panels_for(*f, t.nr);
@@ -440,11 +274,16 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     br.segs = p.kh * p.kw;
     br.ks = p.c / p.group;
     br.step = f.sc;
+    br.conv = p;
+    br.image_row_stride = f.sy;
   } else {
     br.ks = kk;
     br.step = nr;
   }
-  os << emit_microkernel(mk, t, f, br, f.conv ? mr : f.a_k) << "\n" << emit_epilogue(ep, spec, f, t) << "\n";
+  std::vector<TileAccess> epi_strides;
+  for (const EpiAccess& a : f.epi) epi_strides.push_back({a.row, a.col});
+  os << emit_microkernel(mk, TileShape{t.vl, mr, t.nv, nr}, br, f.conv ? mr : f.a_k) << "\n"
+     << emit_tile_epilogue(ep, epi, epi_strides, nr, 0) << "\n";
   if (f.conv && !f.direct) {
     os << "@" << symbol << ".geo = private unnamed_addr constant [" << kGeoCount << " x i64] [";
     const int64_t geo[kGeoCount] = {p.c / p.group, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
@@ -621,9 +460,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
      << "  %t.next = add nuw nsw i64 %t, 1\n  %tmore = icmp slt i64 %t.next, %task_end\n"
      << "  br i1 %tmore, label %task, label %done\ndone:\n  ret void\n}\n\n";
 
-  const std::string vt = vec_type(t.vl);
-  os << kDeclarations << "declare " << vt << " @llvm.fma.v" << t.vl << "f32(" << vt << ", " << vt << ", " << vt << ")\n"
-     << "declare " << vt << " @llvm.masked.load.v" << t.vl << "f32.p0(ptr, i32, <" << t.vl << " x i1>, " << vt << ")\n"
+  os << kDeclarations << fma_declarations(t.vl)
      << "declare void @fusor_rt_pack_panel(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_conv_tile(ptr, ptr, i64, i64, i64, i64, ptr)\n"
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";

@@ -1,0 +1,66 @@
+// The register-blocked tile machinery the llvm backend's contraction and attention kernels
+// share: the micro-kernel (MR x NR accumulators in vector registers, one broadcast of A per
+// row and NR/VL vector loads of B per k step), the epilogue over a finished tile, and the
+// choice of tile size. As LLVM IR text, like emit_expr.h. Note [Contraction kernels]
+// (emit_contraction.cpp) explains the design. Internal to codegen/llvm. Layer: codegen/llvm.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_spec.h"
+#include "codegen/llvm/emit_expr.h"
+
+namespace fusor::llvm_ir {
+
+/// A tile: MR rows x NR = NV * VL columns.
+struct TileShape {
+  int64_t vl = 16, mr = 0, nv = 0, nr = 0;
+};
+
+/// How a micro-kernel reads B.
+struct BRead {
+  bool masked_image = false;     ///< conv direct: %img, %iy0, %ix0; filter taps and lane masks
+  int64_t segs = 1;              ///< segments (filter taps)
+  int64_t ks = 0;                ///< steps per segment
+  int64_t step = 0;              ///< elements between k steps (packed panel: nr; image: channel stride)
+  Conv2dParams conv{};           ///< masked_image: the geometry
+  int64_t image_row_stride = 0;  ///< masked_image: elements between image rows
+};
+
+/// "<16 x float>".
+std::string vec_type(int64_t vl);
+/// An integer as IR text.
+std::string i64(int64_t v);
+
+/// A micro-kernel @<name>(ptr %a0..., <B args>, ptr %tile). Row i's A element of segment s,
+/// step kk is at a_i + s * ks * astep + kk * astep; the tile is stored row-major [mr][nr].
+/// B args: `ptr %b` (a packed panel: (s * ks + kk) * nr + v * vl) or, for masked_image,
+/// `ptr %img, i64 %iy0, i64 %ix0` (the tap (ky, kx) reads the image at row iy0 + ky * dil_h,
+/// columns ix0 + kx * dil_w + lane, channel kk; lanes outside the image read as 0).
+std::string emit_microkernel(const std::string& name, const TileShape& t, const BRead& br, int64_t astep);
+
+/// Per epilogue access: elements between tile rows and between tile columns.
+struct TileAccess {
+  int64_t row = 0, col = 0;
+};
+
+/// An epilogue @<name>(ptr %tile, ptr %p0..., [ptr %sink,] i64 %rows, i64 %cols) running
+/// `g` over the tile's valid [rows][cols] elements (rows outer, columns inner) with Acc =
+/// the tile element and %p<x> = access x at the tile's first element. With sink_row_stride,
+/// the graph's value (its last node, or Acc when it has none) is also stored to
+/// %sink + row * sink_row_stride + col.
+std::string emit_tile_epilogue(const std::string& name, const ExprGraph& g, const std::vector<TileAccess>& strides,
+                               int64_t nr, int64_t sink_row_stride);
+
+/// The tile for `rows` rows whose B splits into panels(nr) panels: the least work wasted on
+/// edge tiles plus a per-step overhead, within the registers (MR*NV <= 24 with AVX-512's
+/// 32, <= 12 with AVX2's 16).
+void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_t(int64_t nr)>& panels, TileShape* t);
+
+/// The declarations the micro-kernels need (llvm.fma and llvm.masked.load at width vl).
+std::string fma_declarations(int64_t vl);
+
+}  // namespace fusor::llvm_ir
