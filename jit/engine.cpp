@@ -1,6 +1,9 @@
 #include "jit/engine.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <unordered_set>
@@ -69,6 +72,7 @@ struct Step {
   std::vector<ValueId> buffers;                   // JIT step: one value per KernelSpec::buffers entry
   std::vector<std::pair<size_t, std::shared_ptr<const Tensor>>> packed;  // JIT step: constants passed packed
   std::vector<ValueId> reads, writes;             // what the step touches (for liveness)
+  std::string label;                              // for profiles
 };
 
 // One (graph, input signature)'s schedule: the fused graph, its steps, and where each
@@ -275,6 +279,7 @@ struct Engine::Impl {
           FUSOR_ASSERT(c && c->dtype() == DType::F32, "kernel '", spec.name, "' prepacks a buffer that is not an f32 constant");
           st.packed.emplace_back(size_t(pp.buffer), packed_constant(*kernel, pp, *c));
         }
+        st.label = "llvm " + std::string(kernel_kind_name(spec.kind)) + " " + spec.name;
         plan->steps.push_back(std::move(st));
         continue;
       }
@@ -288,6 +293,7 @@ struct Engine::Impl {
         for (ValueId v : n.inputs)
           if (v != kNoValue) st.reads.push_back(v);
         st.writes = n.outputs;
+        st.label = std::string(st.alias ? "view " : "static ") + std::string(op_name(n.op)) + " " + n.name;
         plan->steps.push_back(std::move(st));
       }
     }
@@ -337,6 +343,8 @@ struct Engine::Impl {
   KeyedCache<PackKey, Tensor, PackKeyHash> packed;
   std::atomic<uint64_t> compiled{0}, compile_us{0}, disk_hits{0}, disk_writes{0}, load_us{0};
   ArenaPool arenas;
+  std::mutex profile_mu;
+  std::map<std::string, StepProfile, std::less<>> profile;
 };
 
 namespace {
@@ -431,7 +439,9 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
     if (g.value(o).kind == ValueKind::NodeOutput) values[size_t(o)] = t;
   }
 
+  const bool profiling = impl_->options.profile;
   for (const Step& st : plan->steps) {
+    const auto step_start = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (st.kernel) {
       void* ptrs[64];
       std::vector<void*> heap;
@@ -466,6 +476,14 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
     for (ValueId v : st.reads)
       if (--uses[size_t(v)] == 0 && !plan->is_output[size_t(v)] && g.value(v).kind == ValueKind::NodeOutput)
         values[size_t(v)] = Tensor();
+    if (profiling) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
+      std::lock_guard<std::mutex> lk(impl_->profile_mu);
+      StepProfile& p = impl_->profile[st.label];
+      p.step = st.label;
+      ++p.calls;
+      p.total_ms += ms;
+    }
   }
 
   for (ValueId o : g.outputs()) {
@@ -480,6 +498,14 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
       std::memcpy(it->second.raw(), values[size_t(o)].raw(), it->second.nbytes());
     }
   }
+}
+
+std::vector<StepProfile> Engine::profile() const {
+  std::lock_guard<std::mutex> lk(impl_->profile_mu);
+  std::vector<StepProfile> out;
+  for (const auto& [label, p] : impl_->profile) out.push_back(p);
+  std::sort(out.begin(), out.end(), [](const StepProfile& a, const StepProfile& b) { return a.total_ms > b.total_ms; });
+  return out;
 }
 
 void Engine::prepare(const Graph& graph, const DimBindings& dims) {

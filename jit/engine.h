@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ir/passes/fusion_options.h"
@@ -58,6 +59,8 @@ struct EngineOptions {
   uint64_t packed_cache_bytes = uint64_t(2) << 30;
   /// Receives warnings (e.g. a disk store that cannot be used); unset: standard error.
   std::function<void(const std::string&)> warn;
+  /// Time every step of every run (Engine::profile()); costs two clock reads per step.
+  bool profile = false;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };
@@ -85,6 +88,13 @@ struct EngineStats {
 
   uint64_t evictions() const { return plan_evictions + kernel_evictions; }
   uint64_t bytes() const { return plan_bytes + kernel_bytes + packed_bytes; }
+};
+
+/// Where run time went, per step of the plans run (EngineOptions::profile).
+struct StepProfile {
+  std::string step;     ///< "llvm contraction ff1_proj_ff1_ff1_act", "static Reshape context_merged"
+  uint64_t calls = 0;
+  double total_ms = 0;
 };
 
 /// Named tensors: the inputs and outputs of a run.
@@ -124,6 +134,8 @@ class Engine {
 
   const EngineOptions& options() const;
   EngineStats stats() const;
+  /// The steps' times so far, longest first (empty unless EngineOptions::profile).
+  std::vector<StepProfile> profile() const;
 
  private:
   struct Impl;

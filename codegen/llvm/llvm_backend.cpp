@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "codegen/llvm/emit_attention.h"
 #include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/emit_pointwise.h"
 #include "codegen/llvm/emit_reduction.h"
@@ -34,10 +35,10 @@ bool llvm_supports(const KernelSpec& spec, std::string* why) {
     case KernelKind::Pointwise: return pointwise_supports(spec, why);
     case KernelKind::RowReduction: return reduction_supports(spec, why);
     case KernelKind::Contraction: return contraction_supports(spec, why);
-    default:
-      if (why) *why = std::string(kernel_kind_name(spec.kind)) + " kernels are not emitted yet";
-      return false;
+    case KernelKind::Attention: return attention_supports(spec, why);
   }
+  if (why) *why = "an unknown kernel kind";
+  return false;
 }
 
 bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const { return llvm_supports(spec, why); }
@@ -80,7 +81,13 @@ void LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::
       }
       break;
     }
-    default:
+    case KernelKind::Attention: {
+      const AttentionTiling t = attention_tiling(spec, impl_->vector_floats);
+      if (ir) *ir = emit_attention_ir(spec, symbol, t);
+      kernel.tasks = t.tasks();
+      break;
+    }
+    case KernelKind::Pointwise:
       if (ir) *ir = emit_pointwise_ir(spec, symbol);
       break;
   }
@@ -99,6 +106,7 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spe
     std::ofstream out(path);
     out << spec.str();
     if (spec.kind == KernelKind::Contraction) out << contraction_tiling(spec, impl_->vector_floats).str() << "\n";
+    if (spec.kind == KernelKind::Attention) out << attention_tiling(spec, impl_->vector_floats).str() << "\n";
     if (!out) fail(ErrorCode::Io, "llvm backend: cannot write the dump '", path, "'");
   }
   kernel->code = impl_->jit->compile(ir, symbol, jit_options);

@@ -37,6 +37,7 @@ const char* const kRunUsage =
     "  --save DIR           write every output to DIR/NAME.npy\n"
     "  --dump DIR           write each JIT kernel's spec, LLVM IR and assembly to DIR\n"
     "  --stats              print the cache statistics (with --json: an object \"stats\")\n"
+    "  --profile            time every step of the timed runs and print them, longest first\n"
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor)\n"
     "  --no-disk-cache      compile in memory only, without the persistent store\n"
@@ -74,7 +75,7 @@ double median(std::vector<double> v) {
 
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> valued{"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save", "--dump"};
-  std::vector<std::string> switches{"--json", "--no-fuse", "--stats"};
+  std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   switches.insert(switches.end(), kCacheSwitches.begin(), kCacheSwitches.end());
   Args args = Args::parse(argc, argv, 2, valued, switches);
@@ -85,6 +86,7 @@ int cmd_run(int argc, char** argv) {
   options.fuse = !args.has("--no-fuse");
   apply_cache_flags(args, &options);
   const bool stats = args.has("--stats");
+  options.profile = args.has("--profile");
   if (auto dir = args.get("--dump")) {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
@@ -181,6 +183,15 @@ int cmd_run(int argc, char** argv) {
   std::printf("  first run %.3f ms; %lld timed runs: median %.3f ms, min %.3f ms\n", first_ms,
               static_cast<long long>(repeat), med, best);
   if (stats) std::printf("cache:\n%s", stats_text(engine.stats()).c_str());
+  if (options.profile) {
+    std::vector<StepProfile> steps = engine.profile();
+    double total = 0;
+    for (const StepProfile& p : steps) total += p.total_ms;
+    std::printf("profile (per run, all %lld runs):\n", static_cast<long long>(repeat + 1));
+    for (const StepProfile& p : steps)
+      std::printf("  %8.3f ms %5.1f%%  %s\n", p.total_ms / double(repeat + 1), total > 0 ? 100.0 * p.total_ms / total : 0.0,
+                  p.step.c_str());
+  }
   return kOk;
 }
 

@@ -1,0 +1,300 @@
+#include "codegen/llvm/emit_attention.h"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include "codegen/llvm/emit_expr.h"
+#include "ir/error.h"
+
+namespace fusor {
+
+// Note [Attention kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A task is one batch index (e.g. an image and a head) and a block of R query rows:
+//   1. K's panels (Kᵀ as [d][tk] in panels of NR_qk keys) and V's panels ([tk][NR_pv]) are
+//      packed onto the stack (codegen/packing.h's panel layout);
+//   2. S = Q_rows · Kᵀ by the micro-kernel of emit_tile.h, each tile going through the score
+//      expression (scale, mask: Acc = the dot product) into the scratch S[R][tk];
+//   3. each row of S becomes its softmax in place: the max over the row (NaN skipped, as
+//      the static softmax does), e = exp(x - max) (codegen/math_approx.h's exp), Σe, e / Σe;
+//   4. O = P · V by the micro-kernel again, each tile through the spec's epilogue to the
+//      output. The T x T scores live only in the task's scratch (R x tk floats, L1/L2).
+// R is at most 128 rows, fewer when that leaves fewer than 8 tasks; the scratch (K and V
+// panels, S) must fit kScratchBytes of stack. Floating point: dot products in float with
+// FMA in d order, the softmax in float (sums `reassoc`: vector lanes), P·V in tk order.
+
+namespace {
+
+using namespace llvm_ir;
+
+constexpr int64_t kScratchBytes = 1024 * 1024;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t d : v) p *= d;
+  return p;
+}
+
+struct Strides {
+  std::vector<int64_t> batch;
+  int64_t row = 0, col = 0;
+};
+
+// An access over [batch..., rows, cols] split into batch strides and the two inner ones.
+Strides split(const StridedAccess& a, size_t r) {
+  return {std::vector<int64_t>(a.strides.begin(), a.strides.begin() + std::ptrdiff_t(r)), a.strides[r], a.strides[r + 1]};
+}
+
+int64_t scratch_floats(const AttentionSpec& a, const AttentionTiling& t) {
+  const int64_t tk_pad = ceil_div(a.tk, t.qk.nr) * t.qk.nr;
+  return a.d * tk_pad + t.rows_per_task * tk_pad + a.tk * ceil_div(a.dv, t.pv.nr) * t.pv.nr +
+         std::max(t.qk.mr * t.qk.nr, t.pv.mr * t.pv.nr);
+}
+
+bool check(const KernelSpec& spec, std::string* why) {
+  auto no = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (spec.kind != KernelKind::Attention) return no("not an attention kernel");
+  const AttentionSpec& a = spec.attention;
+  const size_t r = a.batch.size();
+  for (const StridedAccess* x : {&a.q, &a.k, &a.v}) {
+    if (x->buffer < 0 || size_t(x->buffer) >= spec.buffers.size()) return no("an operand buffer out of range");
+    if (x->dtype != DType::F32 || spec.buffers[size_t(x->buffer)].dtype != DType::F32)
+      return no("a " + std::string(dtype_name(x->dtype)) + " operand (only f32)");
+    if (x->strides.size() != r + 2) return no("operand strides do not match the batch rank");
+  }
+  if (a.tq < 1 || a.tk < 1 || a.d < 1 || a.dv < 1) return no("an empty dimension");
+  for (int64_t d : a.batch)
+    if (d < 1) return no("an empty batch dim");
+  std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
+  for (const StridedAccess* x : {&a.q, &a.k, &a.v}) reads[size_t(x->buffer)]++;
+  if (!check_expr(spec, a.score, r + 2, ExprRules{true, false, false}, "score: ", reads, writes, why)) return false;
+  if (!check_expr(spec, a.epilogue, r + 2, ExprRules{true, false, true}, "epilogue: ", reads, writes, why)) return false;
+  if (a.epilogue.stores.empty()) return no("an epilogue that stores nothing");
+  for (size_t b = 0; b < spec.buffers.size(); ++b) {
+    if (writes[b] && reads[b]) return no("buffer " + std::to_string(b) + " is both read and written");
+    if (writes[b] > 1) return no("buffer " + std::to_string(b) + " is written through two accesses");
+  }
+  if (scratch_floats(a, attention_tiling(spec, 16)) * 4 > kScratchBytes)
+    return no("keys or head size too large for the stack scratch of a query block");
+  return true;
+}
+
+// A guarded counted loop: `body` runs with %<var> over [lo, hi); it may open blocks of its
+// own and must leave the last one unterminated.
+std::string loop(const std::string& name, const std::string& var, const std::string& lo, const std::string& hi,
+                 const std::string& body) {
+  std::ostringstream os;
+  os << "  br label %" << name << ".pre\n" << name << ".pre:\n  %" << name << ".any = icmp slt i64 " << lo << ", " << hi
+     << "\n  br i1 %" << name << ".any, label %" << name << ".head, label %" << name << ".exit\n"
+     << name << ".head:\n  " << var << " = phi i64 [ " << lo << ", %" << name << ".pre ], [ " << var << ".next, %" << name
+     << ".latch ]\n"
+     << body << "  br label %" << name << ".latch\n" << name << ".latch:\n  " << var << ".next = add nuw nsw i64 " << var
+     << ", 1\n  %" << name << ".more = icmp slt i64 " << var << ".next, " << hi << "\n  br i1 %" << name << ".more, label %"
+     << name << ".head, label %" << name << ".exit\n" << name << ".exit:\n";
+  return os.str();
+}
+
+}  // namespace
+
+std::string AttentionTiling::str() const {
+  std::ostringstream os;
+  os << "tiling: qk mr=" << qk.mr << " nr=" << qk.nr << ", pv mr=" << pv.mr << " nr=" << pv.nr
+     << ", rows/task=" << rows_per_task << " tasks=" << tasks();
+  return os.str();
+}
+
+bool attention_supports(const KernelSpec& spec, std::string* why) { return check(spec, why); }
+
+AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats) {
+  const AttentionSpec& a = spec.attention;
+  AttentionTiling t;
+  t.batches = product(a.batch);
+  t.rows_per_task = std::min<int64_t>(a.tq, 128);
+  while (t.batches * ceil_div(a.tq, t.rows_per_task) < 8 && t.rows_per_task > 8) t.rows_per_task = ceil_div(t.rows_per_task, 2);
+  t.row_blocks = ceil_div(a.tq, t.rows_per_task);
+  choose_tile(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(a.tk, nr); }, &t.qk);
+  choose_tile(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(a.dv, nr); }, &t.pv);
+  return t;
+}
+
+std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol, const AttentionTiling& t) {
+  std::string why;
+  if (!check(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
+  const AttentionSpec& a = spec.attention;
+  const size_t r = a.batch.size();
+  const Strides q = split(a.q, r), k = split(a.k, r), v = split(a.v, r);
+  const int64_t nr1 = t.qk.nr, nr2 = t.pv.nr, mr1 = t.qk.mr, mr2 = t.pv.mr;
+  const int64_t p1 = ceil_div(a.tk, nr1), p2 = ceil_div(a.dv, nr2), tk_pad = p1 * nr1, rows = t.rows_per_task;
+  std::ostringstream os;
+  os << spec_comment(spec) << "; " << t.str() << "\n\n";
+
+  // Micro-kernels: S tile = Q rows (step: Q's d stride) x K panel; O tile = S rows x V panel.
+  BRead b1, b2;
+  b1.ks = a.d;
+  b1.step = nr1;
+  b2.ks = a.tk;
+  b2.step = nr2;
+  os << emit_microkernel(symbol + ".qk", t.qk, b1, q.col) << "\n" << emit_microkernel(symbol + ".pv", t.pv, b2, 1) << "\n";
+  std::vector<TileAccess> score_strides, epi_strides;
+  for (const StridedAccess& x : a.score.accesses) score_strides.push_back({x.strides[r], x.strides[r + 1]});
+  for (const StridedAccess& x : a.epilogue.accesses) epi_strides.push_back({x.strides[r], x.strides[r + 1]});
+  os << emit_tile_epilogue(symbol + ".score", a.score, score_strides, nr1, tk_pad) << "\n"
+     << emit_tile_epilogue(symbol + ".epi", a.epilogue, epi_strides, nr2, 0) << "\n";
+
+  IrText e("e");
+  const std::vector<std::string> base = load_buffer_bases(e, spec.buffers.size());
+  e.line("%kpack = alloca float, i64 " + i64(a.d * tk_pad) + ", align 64");
+  e.line("%vpack = alloca float, i64 " + i64(a.tk * p2 * nr2) + ", align 64");
+  e.line("%s = alloca float, i64 " + i64(rows * tk_pad) + ", align 64");
+  e.line("%tile = alloca float, i64 " + i64(std::max(mr1 * nr1, mr2 * nr2)) + ", align 64");
+
+  // The task: batch index and row block; its base pointers.
+  IrText tk("t");
+  std::string bflat = tk.op("udiv i64 %t, " + i64(t.row_blocks));
+  std::string r0 = tk.op("mul i64 " + tk.op("urem i64 %t, " + i64(t.row_blocks)) + ", " + i64(rows));
+  std::string left = tk.op("sub i64 " + i64(a.tq) + ", " + r0);
+  std::string nrows = tk.op("select i1 " + tk.op("icmp sgt i64 " + left + ", " + i64(rows)) + ", i64 " + i64(rows) +
+                            ", i64 " + left);
+  std::vector<std::string> bidx = split_index(tk, bflat, a.batch);
+  auto batch_ptr = [&](const StridedAccess& x, const std::vector<int64_t>& strides) {
+    std::string off = i64(x.offset);
+    for (size_t d = 0; d < strides.size(); ++d) {
+      if (strides[d] == 0 || a.batch[d] == 1) continue;
+      off = tk.op("add nsw i64 " + off + ", " + tk.op("mul nsw i64 " + bidx[d] + ", " + i64(strides[d])));
+    }
+    return tk.op("getelementptr " + access_type(x) + ", ptr " + base[size_t(x.buffer)] + ", i64 " + off);
+  };
+  std::string qb = batch_ptr(a.q, q.batch), kb = batch_ptr(a.k, k.batch), vb = batch_ptr(a.v, v.batch);
+  std::vector<std::string> sb, eb;  // score and epilogue accesses at (batch, r0, 0)
+  for (const StridedAccess& x : a.score.accesses) {
+    std::string p = batch_ptr(x, split(x, r).batch);
+    sb.push_back(tk.op("getelementptr " + access_type(x) + ", ptr " + p + ", i64 " +
+                       tk.op("mul i64 " + r0 + ", " + i64(x.strides[r]))));
+  }
+  for (const StridedAccess& x : a.epilogue.accesses) {
+    std::string p = batch_ptr(x, split(x, r).batch);
+    eb.push_back(tk.op("getelementptr " + access_type(x) + ", ptr " + p + ", i64 " +
+                       tk.op("mul i64 " + r0 + ", " + i64(x.strides[r]))));
+  }
+  std::string qrow0 = tk.op("getelementptr float, ptr " + qb + ", i64 " + tk.op("mul i64 " + r0 + ", " + i64(q.row)));
+
+  // 1. Pack K and V panels.
+  auto pack_loop = [&](const std::string& name, const std::string& var, int64_t panels, int64_t nr, const std::string& src,
+                       int64_t s_k, int64_t s_n, int64_t kk, int64_t n, const std::string& dst) {
+    IrText b(name + "_");
+    std::string c0 = b.op("mul i64 " + var + ", " + i64(nr));
+    std::string cols = b.op("sub i64 " + i64(n) + ", " + c0);
+    cols = b.op("select i1 " + b.op("icmp sgt i64 " + cols + ", " + i64(nr)) + ", i64 " + i64(nr) + ", i64 " + cols);
+    std::string from = b.op("getelementptr float, ptr " + src + ", i64 " + b.op("mul i64 " + c0 + ", " + i64(s_n)));
+    std::string to = b.op("getelementptr inbounds float, ptr " + dst + ", i64 " + b.op("mul i64 " + var + ", " + i64(kk * nr)));
+    b.line("call void @fusor_rt_pack_panel(ptr " + from + ", i64 " + i64(s_k) + ", i64 " + i64(s_n) + ", i64 " + i64(kk) +
+           ", i64 " + cols + ", i64 " + i64(nr) + ", ptr " + to + ")");
+    return loop(name, var, "0", i64(panels), b.text());
+  };
+  std::string body = pack_loop("pk", "%pk", p1, nr1, kb, k.row, k.col, a.d, a.tk, "%kpack") +
+                     pack_loop("pv", "%pv", p2, nr2, vb, v.row, v.col, a.tk, a.dv, "%vpack");
+
+  // 2./4. Tiles: rows tiles of mr, panels of nr, the micro-kernel then its epilogue.
+  auto tiles = [&](const std::string& name, const TileShape& ts, int64_t panels, int64_t ncols,
+                   const std::function<std::string(IrText&, const std::string& row)>& a_row, const std::string& bpanels,
+                   int64_t kk, const std::string& epi, const std::vector<std::string>& ptrs,
+                   const std::vector<TileAccess>& strides, bool sink) {
+    const std::string tv = "%" + name + "r", pv = "%" + name + "c";
+    IrText in(name + "i_");
+    std::string row0 = in.op("mul i64 " + tv + ", " + i64(ts.mr));
+    std::string rleft = in.op("sub i64 " + nrows + ", " + row0);
+    std::string vrows = in.op("select i1 " + in.op("icmp sgt i64 " + rleft + ", " + i64(ts.mr)) + ", i64 " + i64(ts.mr) +
+                              ", i64 " + rleft);
+    std::string last = in.op("sub i64 " + nrows + ", 1");
+    std::vector<std::string> ap;
+    for (int64_t i = 0; i < ts.mr; ++i) {
+      std::string ri = in.op("add i64 " + row0 + ", " + i64(i));
+      std::string rc = in.op("select i1 " + in.op("icmp sgt i64 " + ri + ", " + last) + ", i64 " + last + ", i64 " + ri);
+      ap.push_back(a_row(in, rc));  // rows past the block re-read its last row (not stored)
+    }
+    std::string c0 = in.op("mul i64 " + pv + ", " + i64(ts.nr));
+    std::string cleft = in.op("sub i64 " + i64(ncols) + ", " + c0);
+    std::string vcols = in.op("select i1 " + in.op("icmp sgt i64 " + cleft + ", " + i64(ts.nr)) + ", i64 " + i64(ts.nr) +
+                              ", i64 " + cleft);
+    std::string bp = in.op("getelementptr inbounds float, ptr " + bpanels + ", i64 " + in.op("mul i64 " + pv + ", " + i64(kk * ts.nr)));
+    std::string call = "call void @" + symbol + "." + name + "(";
+    for (const std::string& p : ap) call += "ptr " + p + ", ";
+    in.line(call + "ptr " + bp + ", ptr %tile)");
+    std::string ecall = "call void @" + epi + "(ptr %tile, ";
+    for (size_t x = 0; x < ptrs.size(); ++x) {
+      std::string off = in.op("add i64 " + in.op("mul i64 " + row0 + ", " + i64(strides[x].row)) + ", " +
+                              in.op("mul i64 " + c0 + ", " + i64(strides[x].col)));
+      ecall += "ptr " + in.op("getelementptr float, ptr " + ptrs[x] + ", i64 " + off) + ", ";
+    }
+    if (sink) {
+      std::string off = in.op("add i64 " + in.op("mul i64 " + row0 + ", " + i64(tk_pad)) + ", " + c0);
+      ecall += "ptr " + in.op("getelementptr inbounds float, ptr %s, i64 " + off) + ", ";
+    }
+    in.line(ecall + "i64 " + vrows + ", i64 " + vcols + ")");
+    IrText hdr(name + "h_");
+    std::string count = hdr.op("udiv i64 " + hdr.op("add i64 " + nrows + ", " + i64(ts.mr - 1)) + ", " + i64(ts.mr));
+    return hdr.text() + loop(name + "R", tv, "0", count, loop(name + "C", pv, "0", i64(panels), in.text()));
+  };
+  body += tiles(
+      "qk", t.qk, p1, a.tk,
+      [&](IrText& ir, const std::string& row) {
+        return ir.op("getelementptr float, ptr " + qrow0 + ", i64 " + ir.op("mul i64 " + row + ", " + i64(q.row)));
+      },
+      "%kpack", a.d, symbol + ".score", sb, score_strides, true);
+
+  // 3. Softmax of each row of S, in place.
+  {
+    IrText h("sm_");
+    std::string row = h.op("getelementptr inbounds float, ptr %s, i64 " + h.op("mul i64 %smr, " + i64(tk_pad)));
+    // max (NaN as -inf, so the max is vmaxps-able; a NaN reaches the row through exp below)
+    IrText m("mx_");
+    std::string x = m.op("load float, ptr " + m.op("getelementptr inbounds float, ptr " + row + ", i64 %mxj") + ", align 4");
+    std::string xn = m.op("select i1 " + m.op("fcmp uno float " + x + ", " + x) + ", float 0xFFF0000000000000, float " + x);
+    std::string gt = m.op("fcmp nnan nsz ogt float " + xn + ", %mx");
+    m.line("%mx.new = select nnan nsz i1 " + gt + ", float " + xn + ", float %mx");
+    std::string max_loop = "  br label %mxl.pre\nmxl.pre:\n  br label %mxl.head\nmxl.head:\n"
+                           "  %mxj = phi i64 [ 0, %mxl.pre ], [ %mxj.next, %mxl.head ]\n"
+                           "  %mx = phi float [ 0xFFF0000000000000, %mxl.pre ], [ %mx.new, %mxl.head ]\n" +
+                           m.text() + "  %mxj.next = add nuw nsw i64 %mxj, 1\n  %mxl.more = icmp slt i64 %mxj.next, " +
+                           i64(a.tk) + "\n  br i1 %mxl.more, label %mxl.head, label %mxl.exit\nmxl.exit:\n";
+    IrText sm("ex_");
+    std::string p = sm.op("getelementptr inbounds float, ptr " + row + ", i64 %exj");
+    std::string y = sm.op("load float, ptr " + p + ", align 4");
+    std::string ev = exp_f32(sm, sm.fsub(y, "%mx.new"));
+    sm.line("store float " + ev + ", ptr " + p + ", align 4");
+    sm.line("%sum.new = fadd reassoc float %sum, " + ev);
+    std::string exp_loop = "  br label %exl.pre\nexl.pre:\n  br label %exl.head\nexl.head:\n"
+                           "  %exj = phi i64 [ 0, %exl.pre ], [ %exj.next, %exl.head ]\n"
+                           "  %sum = phi float [ 0.0, %exl.pre ], [ %sum.new, %exl.head ]\n" +
+                           sm.text() + "  %exj.next = add nuw nsw i64 %exj, 1\n  %exl.more = icmp slt i64 %exj.next, " +
+                           i64(a.tk) + "\n  br i1 %exl.more, label %exl.head, label %exl.exit\nexl.exit:\n";
+    IrText nm("nm_");
+    std::string inv = "%inv";
+    std::string q2 = nm.op("getelementptr inbounds float, ptr " + row + ", i64 %nmj");
+    nm.line("store float " + nm.fmul(nm.op("load float, ptr " + q2 + ", align 4"), inv) + ", ptr " + q2 + ", align 4");
+    std::string norm = "  %inv = fdiv float 1.0, %sum.new\n" + loop("nml", "%nmj", "0", i64(a.tk), nm.text());
+    body += loop("sml", "%smr", "0", nrows, h.text() + max_loop + exp_loop + norm);
+  }
+
+  body += tiles(
+      "pv", t.pv, p2, a.dv,
+      [&](IrText& ir, const std::string& row) {
+        return ir.op("getelementptr inbounds float, ptr %s, i64 " + ir.op("mul i64 " + row + ", " + i64(tk_pad)));
+      },
+      "%vpack", a.tk, symbol + ".epi", eb, epi_strides, false);
+
+  os << "define void @" << symbol << "(ptr %buffers, i64 %task_begin, i64 %task_end) #0 {\nentry:\n" << e.text()
+     << loop("task", "%t", "%task_begin", "%task_end", tk.text() + body) << "  ret void\n}\n\n"
+     << kDeclarations << fma_declarations(t.qk.vl)
+     << "declare void @fusor_rt_pack_panel(ptr, i64, i64, i64, i64, i64, ptr)\n"
+     << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
+  return os.str();
+}
+
+}  // namespace fusor

@@ -1,0 +1,38 @@
+// The LLVM IR of an Attention KernelSpec: softmax(score(Q·Kᵀ))·V with the epilogue, one
+// kernel, the scores of a block of query rows kept in a stack scratch (never in memory the
+// caller sees). As text (LLVM 16, opaque pointers), for LlvmJit; Note [Attention kernels]
+// in the .cpp. No LLVM headers. Layer: codegen/llvm.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/kernel_spec.h"
+#include "codegen/llvm/emit_tile.h"
+
+namespace fusor {
+
+/// How one attention kernel is blocked.
+struct AttentionTiling {
+  llvm_ir::TileShape qk, pv;   ///< the tiles of Q·Kᵀ and of P·V
+  int64_t rows_per_task = 0;   ///< query rows of one task
+  int64_t row_blocks = 0;      ///< tasks per batch index
+  int64_t batches = 1;
+  int64_t tasks() const { return batches * row_blocks; }
+  /// One line for dumps.
+  std::string str() const;
+};
+
+/// Whether emit_attention_ir takes `spec`; when not, *why (if given) says why: a kind other
+/// than Attention, dtypes other than f32, empty sizes, a score graph that stores, scratch
+/// beyond the stack budget, malformed graphs.
+bool attention_supports(const KernelSpec& spec, std::string* why);
+
+/// The blocking for `spec` with vectors of `vector_floats` floats.
+AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats);
+
+/// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` over
+/// [0, t.tasks()). Throws Error(Unsupported) when attention_supports(spec) is false.
+std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol, const AttentionTiling& t);
+
+}  // namespace fusor

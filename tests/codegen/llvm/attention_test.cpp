@@ -1,0 +1,155 @@
+// The llvm backend's attention kernels: the Attention group of small graphs (scores
+// matmul, scale, mask, softmax, context matmul; heads as batch dims; keys through a
+// transposed view; an epilogue after the context) is lowered, compiled, run serially and
+// split over a thread pool, and compared with the static kernels node by node and with
+// the spec interpreter (double precision).
+//
+// Tolerance, per element |got - want| <= 2e-5 * |want| + 2e-6 * sqrt(d + tk): the dot
+// products are float sums of d products (FMA, d order), exp is codegen/math_approx.h's
+// (1.1 ulp), the row sum is a float sum in vector lanes, and the context a float sum of tk
+// products; the references sum in other orders (OpenBLAS, double). Serial and pooled runs
+// agree exactly (a row block is one task).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+
+#include "codegen/llvm/emit_attention.h"
+#include "codegen/llvm/llvm_backend.h"
+#include "codegen/lower.h"
+#include "tests/support/llvm_util.h"
+#include "tests/support/pass_util.h"
+#include "tests/support/test_util.h"
+
+using namespace fusor;
+
+namespace {
+
+std::string with(std::string text, const std::map<std::string, std::string>& subst) {
+  for (const auto& [key, value] : subst)
+    for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
+  return text;
+}
+
+// Checks every Attention group of f; returns how many there were.
+int check_attention(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, int64_t d,
+                    int64_t tk, bool interpret = true) {
+  std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
+  int kernels = 0;
+  for (const FusionGroup& grp : f.groups) {
+    if (grp.kind != GroupKind::Attention) continue;
+    std::string why;
+    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+    REQUIRE_MESSAGE(spec, "not lowered: ", why);
+    INFO(spec->str());
+    REQUIRE_MESSAGE(be.supports(*spec, &why), why);
+    std::shared_ptr<const CompiledKernel> k = be.compile(*spec);
+    ++kernels;
+    const double abs_tol = 2e-6 * std::sqrt(double(d + tk));
+    test::KernelRuns runs = test::run_kernel(*k, *spec, f, values, interpret);
+    size_t o = 0;
+    for (size_t i = 0; i < spec->buffers.size(); ++i) {
+      if (!spec->buffers[i].output) continue;
+      const Tensor& want = values[size_t(runs.outs[o++])];
+      Tensor got = runs.serial[i].reshaped(want.shape());
+      FUSOR_CHECK_CLOSE(runs.pooled[i].reshaped(want.shape()), got, 0, 0);
+      FUSOR_CHECK_CLOSE(got, want, 2e-5, abs_tol);
+      if (interpret) FUSOR_CHECK_CLOSE(got, runs.interp[i].reshaped(want.shape()), 2e-5, abs_tol);
+    }
+  }
+  return kernels;
+}
+
+const char* kMasked = R"(graph g
+input q: f32[@B@, @H@, @TQ@, @D@]
+input k: f32[@B@, @H@, @TK@, @D@]
+input v: f32[@B@, @H@, @TK@, @DV@]
+input mask: f32[@B@, 1, 1, @TK@]
+const scale: f32[] = [@S@]
+kt = Transpose(k) {perm=[0, 1, 3, 2]}
+s = MatMul(q, kt)
+m = Mul(s, scale)
+a = Add(m, mask)
+p = Softmax(a) {axis=-1}
+c = MatMul(p, v)
+output c
+)";
+
+}  // namespace
+
+TEST_SUITE("llvm/attention") {
+  TEST_CASE("scaled and masked attention across sizes around the tiles") {
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    struct Size {
+      int64_t b, h, tq, tk, d, dv;
+    };
+    const Size sizes[] = {{1, 1, 1, 1, 1, 1},    {1, 2, 3, 5, 4, 4},      {2, 3, 7, 9, 8, 8},
+                          {1, 2, 17, 15, 16, 17}, {1, 12, 33, 33, 64, 64}, {1, 1, 130, 129, 31, 33},
+                          {2, 2, 64, 200, 48, 16}};
+    for (const Size& z : sizes) {
+      CAPTURE(z.b);
+      CAPTURE(z.h);
+      CAPTURE(z.tq);
+      CAPTURE(z.tk);
+      CAPTURE(z.d);
+      CAPTURE(z.dv);
+      FusedGraph f = test::fuse_text(
+          with(kMasked, {{"@B@", std::to_string(z.b)}, {"@H@", std::to_string(z.h)}, {"@TQ@", std::to_string(z.tq)},
+                         {"@TK@", std::to_string(z.tk)}, {"@D@", std::to_string(z.d)}, {"@DV@", std::to_string(z.dv)},
+                         {"@S@", std::to_string(1.0 / std::sqrt(double(z.d)))}}),
+          {});
+      std::map<std::string, Tensor> in{{"q", test::randn({z.b, z.h, z.tq, z.d}, 1)},
+                                       {"k", test::randn({z.b, z.h, z.tk, z.d}, 2)},
+                                       {"v", test::randn({z.b, z.h, z.tk, z.dv}, 3)},
+                                       {"mask", test::uniform({z.b, 1, 1, z.tk}, 4, -3.0, 0.0)}};
+      CHECK(check_attention(*be, f, in, z.d, z.tk, z.tq * z.tk * z.d < 200000) == 1);
+    }
+  }
+
+  TEST_CASE("unscaled attention with an epilogue and fully masked keys") {
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    FusedGraph f = test::fuse_text(R"(graph g
+input q: f32[3, 10, 8]
+input kt: f32[3, 8, 12]
+input v: f32[3, 12, 8]
+input mask: f32[1, 1, 12]
+const bias: f32[8] = randn(seed=5, std=1)
+s = MatMul(q, kt)
+a = Add(s, mask)
+p = Softmax(a) {axis=-1}
+c = MatMul(p, v)
+o = Add(c, bias)
+y = Relu(o)
+output y
+)",
+                                   {});
+    // Half the keys masked by -1e9 (BERT's padding): they get probability 0.
+    Tensor mask = Tensor::zeros(DType::F32, Shape{1, 1, 12});
+    for (int64_t j = 6; j < 12; ++j) mask.set(j, -1e9);
+    std::map<std::string, Tensor> in{{"q", test::randn({3, 10, 8}, 1)},
+                                     {"kt", test::randn({3, 8, 12}, 2)},
+                                     {"v", test::randn({3, 12, 8}, 3)},
+                                     {"mask", mask}};
+    CHECK(check_attention(*be, f, in, 8, 12) == 1);
+  }
+
+  TEST_CASE("declined attention says why") {
+    std::string why;
+    KernelSpec s;
+    s.kind = KernelKind::Pointwise;
+    CHECK_FALSE(attention_supports(s, &why));
+    CHECK(why.find("not an attention") != std::string::npos);
+    FusedGraph f = test::fuse_text(with(kMasked, {{"@B@", "1"}, {"@H@", "1"}, {"@TQ@", "4"}, {"@TK@", "100000"},
+                                                  {"@D@", "64"}, {"@DV@", "64"}, {"@S@", "0.125"}}),
+                                   {});
+    for (const FusionGroup& grp : f.groups) {
+      if (grp.kind != GroupKind::Attention) continue;
+      std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+      REQUIRE(spec);
+      CHECK_FALSE(llvm_supports(*spec, &why));
+      CHECK(why.find("too large") != std::string::npos);
+    }
+  }
+}
