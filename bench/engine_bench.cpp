@@ -106,6 +106,28 @@ void dispatch_cache_hit(benchmark::State& state) {
   }
 }
 
+// First-request latency of a never-seen BERT-layer shape: a fresh engine (no persistent
+// store) and one run, by how the engine serves it: the static kernels, the llvm backend
+// (compiling every kernel before the run), or llvm with background_compile (the run on the
+// static kernels while LLVM compiles behind it).
+void first_request(benchmark::State& state, const char* mode) {
+  Graph g;
+  TensorMap inputs;
+  for (const BenchCase& c : bench_cases())
+    if (c.name == "bert_layer_seq128") c.make(&g, &inputs);
+  const std::string m = mode;
+  for (auto _ : state) {
+    EngineOptions o{.backend = m == "static" ? BackendKind::Static : BackendKind::Llvm, .num_threads = 1,
+                    .disk_cache = false};
+    o.background_compile = m == "llvm_background";
+    auto engine = std::make_unique<Engine>(o);
+    benchmark::DoNotOptimize(engine->run(g, inputs));
+    state.PauseTiming();  // the engine's teardown (joining the background compile) is not the request
+    engine.reset();
+    state.ResumeTiming();
+  }
+}
+
 int register_all() {
   benchmark::RegisterBenchmark("dispatch/cache_hit", dispatch_cache_hit)->Unit(benchmark::kMicrosecond);
   for (int t : {1, 2}) {
@@ -128,6 +150,9 @@ int register_all() {
                     {"reduction", "residual_layernorm_128x768", GroupKind::Reduction},
                     {"gemm", "matmul_bias_gelu_128x768x3072", GroupKind::Contraction},
                     {"conv", "conv3x3_bn_relu_64x56x56", GroupKind::Contraction}};
+    for (const char* mode : {"static", "llvm", "llvm_background"})
+      benchmark::RegisterBenchmark((std::string("first_request/bert_layer_seq128/") + mode).c_str(), first_request, mode)
+          ->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
     for (const auto& c : compiles)
       benchmark::RegisterBenchmark((std::string("compile/") + c.kind + "/llvm").c_str(), compile_kind, c.bench_case,
                                    c.group)

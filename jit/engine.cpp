@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <thread>
 #include <mutex>
 #include <cstdio>
 #include <cstring>
@@ -156,18 +159,100 @@ std::vector<TensorType> bind_inputs(const Graph& g, const TensorMap& inputs, std
   return types;
 }
 
+// Note [Background plans]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// With EngineOptions::background_compile, a never-seen shape must not wait for LLVM: its
+// plan is first built with every group on the static kernels (tracing and fusion only,
+// milliseconds) and run at once, while a background thread builds the JIT plan (compiling
+// or loading its kernels) and then swaps it into the same cache entry. The entry holds the
+// current plan in an atomic shared_ptr: a run loads it once and uses that plan throughout,
+// so no run ever sees a half-built plan, and a plan being replaced stays alive until the
+// runs using it end. Jobs run one at a time, in order; the engine's destructor drops the
+// jobs not started and waits for the one running. A job that fails leaves the static plan
+// in place and warns.
+struct PlanEntry {
+  mutable std::atomic<std::shared_ptr<const Plan>> plan;
+};
+
+class BackgroundPlans {
+ public:
+  using Build = std::function<std::shared_ptr<const Plan>(const Graph&, const std::vector<TensorType>&)>;
+  BackgroundPlans(Build build, std::function<void(const std::string&)> warn)
+      : build_(std::move(build)), warn_(std::move(warn)) {}
+  ~BackgroundPlans() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+      jobs_.clear();
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void submit(const PlanKey& key, const Graph& g, std::shared_ptr<PlanEntry> entry) {
+    std::lock_guard<std::mutex> lk(mu_);
+    jobs_.push_back(Job{key, g, std::move(entry)});
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    cv_.notify_all();
+  }
+  // Waits until every submitted job has finished.
+  void drain() {
+    std::unique_lock<std::mutex> lk(mu_);
+    idle_cv_.wait(lk, [&] { return jobs_.empty() && !busy_; });
+  }
+  uint64_t swaps() const { return swaps_.load(); }
+
+ private:
+  struct Job {
+    PlanKey key;
+    Graph graph;  // a copy: the caller's graph may be gone when the job runs (tensors share storage)
+    std::shared_ptr<PlanEntry> entry;
+  };
+  void loop() {
+    std::unique_lock<std::mutex> lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      Job job = std::move(jobs_.front());
+      jobs_.pop_front();
+      busy_ = true;
+      lk.unlock();
+      try {
+        job.entry->plan.store(build_(job.graph, job.key.inputs));
+        swaps_.fetch_add(1);
+      } catch (const std::exception& e) {
+        warn_(std::string("a background JIT plan failed; its shape stays on the static kernels: ") + e.what());
+      }
+      lk.lock();
+      busy_ = false;
+      idle_cv_.notify_all();
+    }
+  }
+  Build build_;
+  std::function<void(const std::string&)> warn_;
+  std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<Job> jobs_;
+  bool busy_ = false, stop_ = false;
+  std::atomic<uint64_t> swaps_{0};
+  std::thread thread_;
+};
+
 void warn_stderr(const std::string& message) { std::fprintf(stderr, "fusor: warning: %s\n", message.c_str()); }
+
+EngineOptions with_defaults(EngineOptions o) {
+  if (!o.warn) o.warn = warn_stderr;
+  return o;
+}
 
 }  // namespace
 
 struct Engine::Impl {
   explicit Impl(EngineOptions o)
-      : options(std::move(o)),
+      : options(with_defaults(std::move(o))),
         pool(options.num_threads),
         plans({options.plan_cache_bytes, nullptr, nullptr}),
         kernels({options.kernel_cache_bytes, nullptr, nullptr}),
         packed({options.packed_cache_bytes, nullptr, nullptr}) {
-    if (!options.warn) options.warn = warn_stderr;
     if (options.backend == BackendKind::Llvm) {
       LlvmBackend::Options lo;
       lo.dump_dir = options.dump_dir;
@@ -255,7 +340,9 @@ struct Engine::Impl {
     });
   }
 
-  std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types) {
+  // The plan of g at input_types; `jit` false runs every group on the static kernels (no
+  // compile: the first tier of background_compile).
+  std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, bool jit = true) {
     auto plan = std::make_shared<Plan>();
     plan->fused = fuse(g, input_types);
     const FusedGraph& f = plan->fused;
@@ -264,7 +351,7 @@ struct Engine::Impl {
     for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
     for (const FusionGroup& grp : f.groups) {
       KernelSpec spec;
-      if (auto kernel = kernel_for(f, grp, &spec)) {
+      if (auto kernel = jit ? kernel_for(f, grp, &spec) : nullptr) {
         Step st;
         st.kernel = kernel;
         for (const BufferSpec& b : spec.buffers) {
@@ -324,11 +411,18 @@ struct Engine::Impl {
     return plan;
   }
 
+  // The plan to run for key: the cache's entry, built on a miss. With background_compile
+  // a miss builds the static plan at once and queues the JIT plan (Note [Background plans]).
   std::shared_ptr<const Plan> plan_for(const Graph& g, const PlanKey& key) {
-    return plans.get_or_build(key, [&] {
-      std::shared_ptr<const Plan> p = build_plan(g, key.inputs);
-      return SizedValue<Plan>{p, p->bytes};
+    std::shared_ptr<const PlanEntry> entry = plans.get_or_build(key, [&] {
+      auto e = std::make_shared<PlanEntry>();
+      const bool later = options.background_compile && llvm;
+      std::shared_ptr<const Plan> p = build_plan(g, key.inputs, !later);
+      e->plan.store(p);
+      if (later) background.submit(key, g, e);
+      return SizedValue<PlanEntry>{e, p->bytes};
     });
+    return entry->plan.load();
   }
 
   EngineOptions options;
@@ -338,13 +432,16 @@ struct Engine::Impl {
   std::string target;                 // the JIT backend's target, part of kernel keys
   std::string compiler;               // the JIT backend's compiler version, part of kernel keys
   std::unique_ptr<DiskStore> store;   // the persistent kernel store, when in use
-  KeyedCache<PlanKey, Plan, PlanKeyHash> plans;
+  KeyedCache<PlanKey, PlanEntry, PlanKeyHash> plans;
   KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
   KeyedCache<PackKey, Tensor, PackKeyHash> packed;
   std::atomic<uint64_t> compiled{0}, compile_us{0}, disk_hits{0}, disk_writes{0}, load_us{0};
   ArenaPool arenas;
   std::mutex profile_mu;
   std::map<std::string, StepProfile, std::less<>> profile;
+  // Last: destroyed first, so a running job still sees the caches and the backend.
+  BackgroundPlans background{[this](const Graph& g, const std::vector<TensorType>& t) { return build_plan(g, t, true); },
+                             options.warn};
 };
 
 namespace {
@@ -388,6 +485,7 @@ EngineStats Engine::stats() const {
   s.compile_ms = double(m.compile_us.load()) / 1000.0;
   if (m.llvm) s.compile_ms_by_backend["llvm"] = s.compile_ms;
   s.load_ms = double(m.load_us.load()) / 1000.0;
+  s.background_swaps = m.background.swaps();
   s.disk_enabled = m.store != nullptr;
   if (m.store) s.disk_dir = m.store->dir();
   return s;
@@ -507,6 +605,8 @@ std::vector<StepProfile> Engine::profile() const {
   std::sort(out.begin(), out.end(), [](const StepProfile& a, const StepProfile& b) { return a.total_ms > b.total_ms; });
   return out;
 }
+
+void Engine::drain() { impl_->background.drain(); }
 
 void Engine::prepare(const Graph& graph, const DimBindings& dims) {
   PlanKey key;

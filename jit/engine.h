@@ -61,6 +61,10 @@ struct EngineOptions {
   std::function<void(const std::string&)> warn;
   /// Time every step of every run (Engine::profile()); costs two clock reads per step.
   bool profile = false;
+  /// A never-seen shape runs at once with its groups on the static kernels, while its JIT
+  /// kernels compile on a background thread; the compiled plan then replaces it atomically
+  /// (jit/engine.cpp, Note [Background plans]). For JIT backends; no first-request stall.
+  bool background_compile = false;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };
@@ -83,6 +87,7 @@ struct EngineStats {
   double compile_ms = 0;          ///< total JIT compile time (all backends)
   std::map<std::string, double, std::less<>> compile_ms_by_backend;  ///< e.g. {"llvm": 412.5}
   double load_ms = 0;             ///< total time linking kernels from the store
+  uint64_t background_swaps = 0;  ///< background JIT plans swapped in (background_compile)
   std::string disk_dir;           ///< the persistent store's folder ("" when off)
   bool disk_enabled = false;      ///< whether the store is in use
 
@@ -126,6 +131,10 @@ class Engine {
   /// fuses and compiles every kernel (into the persistent store too), so a later run of
   /// that shape only executes. What `fusor warmup` calls for each shape. Thread-safe.
   void prepare(const Graph& graph, const DimBindings& dims);
+
+  /// Waits until the background JIT plans queued so far (background_compile) are built and
+  /// swapped in.
+  void drain();
 
   /// The explain report of `graph` at the given dims (every named input dim bound): the
   /// groups, the patterns, the fusions declined and why, kernel counts and bytes. Text, or

@@ -38,6 +38,8 @@ const char* const kRunUsage =
     "  --dump DIR           write each JIT kernel's spec, LLVM IR and assembly to DIR\n"
     "  --stats              print the cache statistics (with --json: an object \"stats\")\n"
     "  --profile            time every step of the timed runs and print them, longest first\n"
+    "  --background-compile run a new shape at once on the static kernels while its JIT\n"
+    "                       kernels compile in the background (first run never waits)\n"
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor)\n"
     "  --no-disk-cache      compile in memory only, without the persistent store\n"
@@ -75,7 +77,7 @@ double median(std::vector<double> v) {
 
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> valued{"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save", "--dump"};
-  std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile"};
+  std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile", "--background-compile"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   switches.insert(switches.end(), kCacheSwitches.begin(), kCacheSwitches.end());
   Args args = Args::parse(argc, argv, 2, valued, switches);
@@ -87,6 +89,7 @@ int cmd_run(int argc, char** argv) {
   apply_cache_flags(args, &options);
   const bool stats = args.has("--stats");
   options.profile = args.has("--profile");
+  options.background_compile = args.has("--background-compile");
   if (auto dir = args.get("--dump")) {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
