@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/expr_check.h"
 #include "codegen/kernel_spec.h"
 
 namespace fusor::llvm_ir {
@@ -60,19 +61,6 @@ extern const char* const kDeclarations;
 
 /// e^x with codegen/static/math.h's scheme and tables (branch-free, vectorizable).
 std::string exp_f32(IrText& ir, const std::string& x);
-
-/// Whether the nodes, accesses and stores of `g` over an index space of rank `rank` are
-/// well formed and take only what the emitters have a form for (f32 values; bool only as a
-/// Where condition loaded from a buffer; Acc / RowStat only where allowed; stores only to
-/// output buffers, f32). Counts each buffer's loads into reads[] and stores into writes[]
-/// (sized like spec.buffers). When not, *why (if given) says why, prefixed by `what`.
-struct ExprRules {
-  bool acc = false;      ///< Acc nodes are allowed
-  bool row_stat = false; ///< RowStat nodes (value 0 or 1) are allowed
-  bool stores = true;    ///< stores are allowed
-};
-bool check_expr(const KernelSpec& spec, const ExprGraph& g, size_t rank, const ExprRules& rules, const std::string& what,
-                std::vector<int>& reads, std::vector<int>& writes, std::string* why);
 
 /// What emit_expr reads besides the graph: one pointer per access (already at the index
 /// space position whose inner index is 0), the inner index, and the values of Acc and

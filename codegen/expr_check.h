@@ -1,0 +1,31 @@
+// The checks every backend runs on a KernelSpec's expression graphs before emitting them:
+// well-formed nodes, accesses and stores, and only the dtypes the x86 emitters have a form
+// for. One place, so the backends accept and decline the same graphs. Layer: codegen.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_spec.h"
+
+namespace fusor {
+
+/// How many arguments a ScalarOp takes (0 to 3).
+int scalar_op_arity(ScalarOp op);
+
+/// What a graph may hold where it is used.
+struct ExprRules {
+  bool acc = false;       ///< Acc nodes are allowed
+  bool row_stat = false;  ///< RowStat nodes (value 0 or 1) are allowed
+  bool stores = true;     ///< stores are allowed
+};
+
+/// Whether the nodes, accesses and stores of `g` over an index space of rank `rank` are
+/// well formed and take only what the emitters have a form for (f32 values; bool only as a
+/// Where condition loaded from a buffer; Acc / RowStat only where allowed; stores only to
+/// output buffers, f32). Counts each buffer's loads into reads[] and stores into writes[]
+/// (sized like spec.buffers). When not, *why (if given) says why, prefixed by `what`.
+bool check_expr(const KernelSpec& spec, const ExprGraph& g, size_t rank, const ExprRules& rules, const std::string& what,
+                std::vector<int>& reads, std::vector<int>& writes, std::string* why);
+
+}  // namespace fusor
