@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "codegen/lower.h"
+#include "tests/support/pass_util.h"
 #include "tests/support/spec_interpreter.h"
 #include "tests/support/test_util.h"
 
@@ -44,6 +46,37 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
   pool().parallel_for(k.tasks, 1, [&](int64_t b, int64_t e) { k.run(pp.data(), b, e); });
   if (interpret) test::interpret(spec, r.interp);
   return r;
+}
+
+Checked check_groups(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, GroupKind kind,
+                     const std::function<Tol(const KernelSpec&)>& tol) {
+  std::vector<Tensor> values = run_all_static(f, inputs, pool());
+  Checked c;
+  for (const FusionGroup& grp : f.groups) {
+    if (grp.kind != kind) continue;
+    std::string why;
+    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+    REQUIRE_MESSAGE(spec, "not lowered: ", why);
+    INFO(spec->str());
+    REQUIRE_MESSAGE(be.supports(*spec, &why), why);
+    std::shared_ptr<const CompiledKernel> k = be.compile(*spec);
+    ++c.kernels;
+    c.compile_us += k->compile_us;
+    c.specs.push_back(*spec);
+    c.compiled.push_back(k);
+    const Tol t = tol(*spec);
+    KernelRuns runs = run_kernel(*k, *spec, f, values, t.interpret);
+    size_t o = 0;
+    for (size_t i = 0; i < spec->buffers.size(); ++i) {
+      if (!spec->buffers[i].output) continue;
+      const Tensor& want = values[size_t(runs.outs[o++])];
+      Tensor got = runs.serial[i].reshaped(want.shape());
+      FUSOR_CHECK_CLOSE(runs.pooled[i].reshaped(want.shape()), got, 0, 0);
+      if (t.against_static) FUSOR_CHECK_CLOSE(got, want, t.static_rel, t.static_abs);
+      if (t.interpret) FUSOR_CHECK_CLOSE(got, runs.interp[i].reshaped(want.shape()), t.interp_rel, t.interp_abs);
+    }
+  }
+  return c;
 }
 
 }  // namespace fusor::test

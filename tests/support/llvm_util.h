@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,5 +39,27 @@ struct KernelRuns {
 };
 KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const FusedGraph& f,
                       const std::vector<Tensor>& values, bool interpret);
+
+/// Tolerances of a backend's kernel, per element |got - want| <= rel * |want| + abs.
+struct Tol {
+  double interp_rel = 0, interp_abs = 0;  ///< vs the spec interpreter
+  double static_rel = 0, static_abs = 0;  ///< vs the static kernels run node by node
+  bool interpret = true;                  ///< false: too big for the double interpreter
+  bool against_static = true;             ///< false: the static kernel differs by design
+};
+
+/// What check_groups compiled.
+struct Checked {
+  int kernels = 0;
+  int64_t compile_us = 0;
+  std::vector<KernelSpec> specs;
+  std::vector<std::shared_ptr<const CompiledKernel>> compiled;
+};
+
+/// Lowers every group of `kind` in f, compiles it with `be`, runs it serially and split over
+/// pool() (the two must agree exactly) and compares its outputs with the static run of f on
+/// `inputs` and with the interpreter, with the tolerance tol(spec) gives.
+Checked check_groups(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, GroupKind kind,
+                     const std::function<Tol(const KernelSpec&)>& tol);
 
 }  // namespace fusor::test

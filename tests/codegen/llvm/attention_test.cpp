@@ -31,33 +31,13 @@ std::string with(std::string text, const std::map<std::string, std::string>& sub
   return text;
 }
 
-// Checks every Attention group of f; returns how many there were.
+// Checks every Attention group of f (tolerance: this file's header); returns how many.
 int check_attention(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, int64_t d,
                     int64_t tk, bool interpret = true) {
-  std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
-  int kernels = 0;
-  for (const FusionGroup& grp : f.groups) {
-    if (grp.kind != GroupKind::Attention) continue;
-    std::string why;
-    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
-    REQUIRE_MESSAGE(spec, "not lowered: ", why);
-    INFO(spec->str());
-    REQUIRE_MESSAGE(be.supports(*spec, &why), why);
-    std::shared_ptr<const CompiledKernel> k = be.compile(*spec);
-    ++kernels;
-    const double abs_tol = 2e-6 * std::sqrt(double(d + tk));
-    test::KernelRuns runs = test::run_kernel(*k, *spec, f, values, interpret);
-    size_t o = 0;
-    for (size_t i = 0; i < spec->buffers.size(); ++i) {
-      if (!spec->buffers[i].output) continue;
-      const Tensor& want = values[size_t(runs.outs[o++])];
-      Tensor got = runs.serial[i].reshaped(want.shape());
-      FUSOR_CHECK_CLOSE(runs.pooled[i].reshaped(want.shape()), got, 0, 0);
-      FUSOR_CHECK_CLOSE(got, want, 2e-5, abs_tol);
-      if (interpret) FUSOR_CHECK_CLOSE(got, runs.interp[i].reshaped(want.shape()), 2e-5, abs_tol);
-    }
-  }
-  return kernels;
+  const double abs_tol = 2e-6 * std::sqrt(double(d + tk));
+  return test::check_groups(be, f, inputs, GroupKind::Attention, [&](const KernelSpec&) {
+           return test::Tol{2e-5, abs_tol, 2e-5, abs_tol, interpret, true};
+         }).kernels;
 }
 
 const char* kMasked = R"(graph g

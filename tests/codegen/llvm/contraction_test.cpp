@@ -42,45 +42,19 @@ std::string dims(std::initializer_list<int64_t> d) {
   return s;
 }
 
-struct Checked {
-  int kernels = 0;
-  std::vector<KernelSpec> specs;
-  std::vector<std::shared_ptr<const CompiledKernel>> compiled;
-};
+using test::Checked;
 
-// Lowers every Contraction group of f, compiles it and checks it against the static run and
-// the interpreter; `scale` is the magnitude of the products summed (see the tolerance).
+// Every Contraction group of f through the llvm backend, checked against the static run and
+// the interpreter with the tolerance of this file's header; `scale` is the magnitude of the
+// products summed.
 Checked check_contraction(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs,
                           double scale = 1.0, bool interpret = true) {
-  std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
-  Checked c;
-  for (const FusionGroup& grp : f.groups) {
-    if (grp.kind != GroupKind::Contraction) continue;
-    std::string why;
-    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
-    REQUIRE_MESSAGE(spec, "not lowered: ", why);
-    INFO(spec->str());
-    REQUIRE(spec->kind == KernelKind::Contraction);
-    REQUIRE_MESSAGE(be.supports(*spec, &why), why);
-    std::shared_ptr<const CompiledKernel> k = be.compile(*spec);
-    ++c.kernels;
-    c.specs.push_back(*spec);
-    c.compiled.push_back(k);
-    const ContractionSpec& cs = spec->contraction;
+  return test::check_groups(be, f, inputs, GroupKind::Contraction, [&](const KernelSpec& spec) {
+    const ContractionSpec& cs = spec.contraction;
     const int64_t kk = cs.kind == ContractionSpec::Kind::Gemm ? cs.k : cs.conv.c / cs.conv.group * cs.conv.kh * cs.conv.kw;
     const double abs_tol = 2e-6 * std::sqrt(double(kk)) * scale;
-    test::KernelRuns runs = test::run_kernel(*k, *spec, f, values, interpret);
-    size_t o = 0;
-    for (size_t i = 0; i < spec->buffers.size(); ++i) {
-      if (!spec->buffers[i].output) continue;
-      const Tensor& want = values[size_t(runs.outs[o++])];
-      Tensor got = runs.serial[i].reshaped(want.shape());
-      FUSOR_CHECK_CLOSE(runs.pooled[i].reshaped(want.shape()), got, 0, 0);
-      FUSOR_CHECK_CLOSE(got, want, 1e-5, abs_tol);
-      if (interpret) FUSOR_CHECK_CLOSE(got, runs.interp[i].reshaped(want.shape()), 1e-5, abs_tol);
-    }
-  }
-  return c;
+    return test::Tol{1e-5, abs_tol, 1e-5, abs_tol, interpret, true};
+  });
 }
 
 const char* kMatmulBias = R"(graph g

@@ -49,52 +49,12 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 
 
-struct Tol {
-  double interp_rel, interp_abs;  ///< vs the interpreter
-  double static_rel, static_abs;  ///< vs the static kernels
-  bool interpret = true;          ///< false: too big for the double interpreter
-  bool against_static = true;     ///< false: the static kernel differs by design
-};
+using test::Checked;
+using test::Tol;
 
-struct Checked {
-  int kernels = 0;
-  int64_t compile_us = 0;
-  std::vector<KernelSpec> specs;
-};
-
-// Lowers every Reduction group of f, compiles it, runs it serially and on the pool and
-// compares with the static run and the interpreter.
+// Every Reduction group of f through the llvm backend, checked (tests/support/llvm_util.h).
 Checked check_reduction(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, const Tol& tol) {
-  std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
-  Checked c;
-  for (const FusionGroup& grp : f.groups) {
-    if (grp.kind != GroupKind::Reduction) continue;
-    std::string why;
-    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
-    REQUIRE_MESSAGE(spec, "not lowered: ", why);
-    INFO(spec->str());
-    REQUIRE(spec->kind == KernelKind::RowReduction);
-    REQUIRE_MESSAGE(be.supports(*spec, &why), why);
-    std::shared_ptr<const CompiledKernel> k = be.compile(*spec);
-    ++c.kernels;
-    c.compile_us += k->compile_us;
-    c.specs.push_back(*spec);
-    test::KernelRuns runs = test::run_kernel(*k, *spec, f, values, tol.interpret);
-    std::vector<Tensor>& serial = runs.serial;
-    std::vector<Tensor>& pooled = runs.pooled;
-    std::vector<Tensor>& interp = runs.interp;
-    std::vector<ValueId>& outs = runs.outs;
-    size_t o = 0;
-    for (size_t i = 0; i < spec->buffers.size(); ++i) {
-      if (!spec->buffers[i].output) continue;
-      const Tensor& want = values[size_t(outs[o++])];
-      Tensor got = serial[i].reshaped(want.shape());
-      FUSOR_CHECK_CLOSE(pooled[i].reshaped(want.shape()), got, 0, 0);
-      if (tol.against_static) FUSOR_CHECK_CLOSE(got, want, tol.static_rel, tol.static_abs);
-      if (tol.interpret) FUSOR_CHECK_CLOSE(got, interp[i].reshaped(want.shape()), tol.interp_rel, tol.interp_abs);
-    }
-  }
-  return c;
+  return test::check_groups(be, f, inputs, GroupKind::Reduction, [&](const KernelSpec&) { return tol; });
 }
 
 std::string with(std::string text, const std::map<std::string, std::string>& subst) {
