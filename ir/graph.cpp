@@ -1,5 +1,7 @@
 #include "ir/graph.h"
 
+#include <cstring>
+
 #include "ir/fingerprint.h"
 #include "ir/op_schema.h"
 
@@ -123,6 +125,16 @@ Node& Graph::mutable_node(NodeId n) {
 const Tensor* Graph::constant_data(ValueId v) const {
   const Value& val = value(v);
   return val.kind == ValueKind::Constant ? &constants_[size_t(val.constant)].data : nullptr;
+}
+
+void Graph::share_constant_data(ValueId v, Tensor data) {
+  const Value& val = value(v);
+  FUSOR_CHECK(val.kind == ValueKind::Constant, InvalidArgument, "value '", val.name, "' is not a constant");
+  Tensor& old = constants_[size_t(val.constant)].data;
+  FUSOR_CHECK(data.dtype() == old.dtype() && data.shape() == old.shape() && data.nbytes() == old.nbytes() &&
+                  (data.raw() == old.raw() || std::memcmp(data.raw(), old.raw(), old.nbytes()) == 0),
+              InvalidArgument, "constant '", val.name, "' can only share data equal to its own");
+  old = std::move(data);  // the same values: the fingerprint stays valid
 }
 
 ValueId Graph::find_value(std::string_view name) const {

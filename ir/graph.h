@@ -98,6 +98,9 @@ class Graph {
   const std::vector<Constant>& constants() const { return constants_; }
   /// The constant data of v, or nullptr when v is not a constant.
   const Tensor* constant_data(ValueId v) const;
+  /// Replaces constant v's data with `data` of the same dtype and shape holding the same
+  /// values (e.g. an interned copy shared with other graphs): InvalidArgument otherwise.
+  void share_constant_data(ValueId v, Tensor data);
 
   /// Looks a value up by name; kNoValue when absent.
   ValueId find_value(std::string_view name) const;

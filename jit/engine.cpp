@@ -51,19 +51,39 @@ uint64_t EngineOptions::hash() const {
 namespace {
 
 // A packed copy of a constant (codegen/packing.h), shared by the kernels of every plan
-// (every shape) that read that constant with the same layout. The key holds the source, so
-// a hit compares the data itself, not only its hash.
+// (every shape) that read that constant with the same layout. The key is the constant's
+// storage, which it keeps alive (so its address cannot be reused while the entry exists):
+// constants of the user's graph, and those the passes made that interning shared (Note
+// [Interned constants]), are the same storage in every plan.
 struct PackKey {
   Tensor source;
-  uint64_t content = 0;  // hash of the source's bytes
-  std::string layout;    // packed_b_layout
+  std::string layout;  // packed_b_layout
   bool operator==(const PackKey& o) const {
-    return content == o.content && layout == o.layout && source.nbytes() == o.source.nbytes() &&
-           (source.raw() == o.source.raw() || std::memcmp(source.raw(), o.source.raw(), source.nbytes()) == 0);
+    return source.raw() == o.source.raw() && source.nbytes() == o.source.nbytes() && layout == o.layout;
   }
 };
 struct PackKeyHash {
-  size_t operator()(const PackKey& k) const { return size_t(Hasher(k.content).str(k.layout).digest()); }
+  size_t operator()(const PackKey& k) const {
+    return size_t(Hasher().u64(uint64_t(reinterpret_cast<uintptr_t>(k.source.raw()))).str(k.layout).digest());
+  }
+};
+
+// Note [Interned constants]
+// Passes make constants per plan: merged Q/K/V weights, BN-folded conv weights. Without
+// care every shape's plan would hold its own copy (7 MiB per BERT layer per sequence length)
+// and pack it again. After fusion the engine interns them: a constant the user's graph does
+// not hold is looked up by its bytes (hash, then a full compare) and replaced by the first
+// equal copy, so all plans share one tensor and one packed copy.
+struct InternKey {
+  Tensor data;
+  uint64_t content = 0;
+  bool operator==(const InternKey& o) const {
+    return content == o.content && data.dtype() == o.data.dtype() && data.shape() == o.data.shape() &&
+           std::memcmp(data.raw(), o.data.raw(), data.nbytes()) == 0;
+  }
+};
+struct InternKeyHash {
+  size_t operator()(const InternKey& k) const { return size_t(k.content); }
 };
 
 // One unit of execution: a static kernel for one node (or a zero-copy reshape), or a JIT
@@ -252,7 +272,8 @@ struct Engine::Impl {
         pool(options.num_threads),
         plans({options.plan_cache_bytes, nullptr, nullptr}),
         kernels({options.kernel_cache_bytes, nullptr, nullptr}),
-        packed({options.packed_cache_bytes, nullptr, nullptr}) {
+        packed({options.packed_cache_bytes, nullptr, nullptr}),
+        interned({options.packed_cache_bytes, nullptr, nullptr}) {
     if (options.backend == BackendKind::Llvm) {
       LlvmBackend::Options lo;
       lo.dump_dir = options.dump_dir;
@@ -330,9 +351,24 @@ struct Engine::Impl {
     return {k, uint64_t(k->code.object().size() + sizeof(CompiledKernel))};
   }
 
+  // Note [Interned constants]: fg's constants that g does not hold become shared copies.
+  void intern_constants(const Graph& g, Graph& fg) {
+    std::unordered_set<const void*> users;
+    for (const Constant& c : g.constants()) users.insert(c.data.raw());
+    for (size_t v = 0; v < fg.values().size(); ++v) {
+      const Tensor* c = fg.constant_data(ValueId(v));
+      if (!c || users.count(c->raw()) || c->nbytes() < kInternMinBytes) continue;
+      InternKey key{*c, Hasher().bytes(c->raw(), c->nbytes()).digest()};
+      std::shared_ptr<const Tensor> shared = interned.get_or_build(key, [&] {
+        return SizedValue<Tensor>{std::make_shared<Tensor>(*c), uint64_t(c->nbytes())};
+      });
+      if (shared->raw() != c->raw()) fg.share_constant_data(ValueId(v), *shared);
+    }
+  }
+
   // The packed copy of constant `c` that kernel k reads (shared across plans).
   std::shared_ptr<const Tensor> packed_constant(const CompiledKernel& k, const CompiledKernel::Prepack& pp, const Tensor& c) {
-    PackKey key{c, Hasher().bytes(c.raw(), c.nbytes()).digest(), packed_b_layout(k.spec.contraction, pp.width)};
+    PackKey key{c, packed_b_layout(k.spec.contraction, pp.width)};
     return packed.get_or_build(key, [&] {
       auto t = std::make_shared<Tensor>(Tensor::empty(DType::F32, Shape{pp.floats}));
       k.pack(pp, c.data<float>(), t->data<float>());
@@ -345,6 +381,7 @@ struct Engine::Impl {
   std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, bool jit = true) {
     auto plan = std::make_shared<Plan>();
     plan->fused = fuse(g, input_types);
+    intern_constants(g, plan->fused.graph);
     const FusedGraph& f = plan->fused;
     const Graph& fg = f.graph;
     plan->is_output.assign(fg.values().size(), 0);
@@ -400,14 +437,15 @@ struct Engine::Impl {
       plan->steps.erase(plan->steps.begin() + std::ptrdiff_t(i));
     }
     plan_arena(*plan, fg, f.types);
-    // The plan's own memory: its arena, and constants the passes made (folded, merged
-    // weights) that the user's graph does not hold.
+    // The plan's own memory: its arena, and the small constants the passes made that the
+    // user's graph does not hold.
     std::unordered_set<const void*> users;
     for (size_t v = 0; v < g.values().size(); ++v)
       if (const Tensor* c = g.constant_data(ValueId(v))) users.insert(c->raw());
     plan->bytes = uint64_t(plan->arena_bytes) + sizeof(Plan);
     for (size_t v = 0; v < fg.values().size(); ++v)
-      if (const Tensor* c = fg.constant_data(ValueId(v)); c && !users.count(c->raw())) plan->bytes += uint64_t(c->nbytes());
+      if (const Tensor* c = fg.constant_data(ValueId(v)); c && !users.count(c->raw()) && c->nbytes() < kInternMinBytes)
+        plan->bytes += uint64_t(c->nbytes());  // larger ones are interned (counted as packed_bytes)
     return plan;
   }
 
@@ -435,6 +473,8 @@ struct Engine::Impl {
   KeyedCache<PlanKey, PlanEntry, PlanKeyHash> plans;
   KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
   KeyedCache<PackKey, Tensor, PackKeyHash> packed;
+  KeyedCache<InternKey, Tensor, InternKeyHash> interned;
+  static constexpr size_t kInternMinBytes = 4096;  // small constants are cheaper to keep per plan
   std::atomic<uint64_t> compiled{0}, compile_us{0}, disk_hits{0}, disk_writes{0}, load_us{0};
   ArenaPool arenas;
   std::mutex profile_mu;
@@ -481,7 +521,7 @@ EngineStats Engine::stats() const {
   s.disk_writes = m.disk_writes.load();
   s.kernel_evictions = k.evictions;
   s.kernel_bytes = k.bytes;
-  s.packed_bytes = w.bytes;
+  s.packed_bytes = w.bytes + m.interned.stats().bytes;
   s.compile_ms = double(m.compile_us.load()) / 1000.0;
   if (m.llvm) s.compile_ms_by_backend["llvm"] = s.compile_ms;
   s.load_ms = double(m.load_us.load()) / 1000.0;
