@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds fusor and runs the demos: the C++ quickstart, then the
+# Installs the dependencies, builds fusor and runs the demos: the C++ quickstart, the
+# dynamic-shape BERT demo twice (cold, then warm from the persistent kernel store), then the
 # two reference graphs through the `fusor` tool.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -8,6 +9,16 @@ build=${1:-$root/build}
 "$root/scripts/build.sh" "$build"
 echo "== examples/quickstart"
 "$build/examples/quickstart"
+echo
+# A fresh kernel store for the BERT demo (mktemp -d makes it private, as the store requires),
+# so the first run is really cold and the second shows what the store saves.
+store=$(mktemp -d "${TMPDIR:-/tmp}/fusor-demo-store.XXXXXX")
+trap 'rm -rf "$store"' EXIT
+echo "== examples/bert_dynamic, cold: an empty kernel store, so each new sequence length compiles"
+"$build/examples/bert_dynamic" --cache-dir "$store"
+echo
+echo "== examples/bert_dynamic again, warm: a new process, the same store, nothing compiles"
+"$build/examples/bert_dynamic" --cache-dir "$store"
 echo
 echo "== fusor run examples/graphs/bert_layer --dim B=1 --dim T=128"
 "$build/tools/fusor/fusor" run "$root/examples/graphs/bert_layer" --dim B=1 --dim T=128 --repeat 5

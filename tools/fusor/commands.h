@@ -12,4 +12,9 @@ extern const char* const kRunUsage;
 int cmd_explain(int argc, char** argv);
 extern const char* const kExplainUsage;
 
+/// `fusor warmup GRAPH ...`: compile a graph's kernels for many shapes into the persistent
+/// kernel store, in parallel, with progress.
+int cmd_warmup(int argc, char** argv);
+extern const char* const kWarmupUsage;
+
 }  // namespace fusor::cli

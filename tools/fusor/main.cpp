@@ -23,6 +23,8 @@ const Command kCommands[] = {
      &fusor::cli::kRunUsage},
     {"explain", "report how a graph fuses at given dims (groups, declined fusions, kernels)", fusor::cli::cmd_explain,
      &fusor::cli::kExplainUsage},
+    {"warmup", "compile a graph's kernels for a range or histogram of shapes into the store",
+     fusor::cli::cmd_warmup, &fusor::cli::kWarmupUsage},
 };
 
 void print_help() {
