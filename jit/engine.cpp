@@ -344,11 +344,11 @@ struct Engine::Impl {
       k = llvm->compile(key.spec);
       compiled.fetch_add(1, std::memory_order_relaxed);
       compile_us.fetch_add(uint64_t(k->compile_us), std::memory_order_relaxed);
-      const std::string& object = k->code.object();
+      const std::string& object = k->object;
       if (store && store->save(key_bytes, std::span(reinterpret_cast<const uint8_t*>(object.data()), object.size())))
         disk_writes.fetch_add(1, std::memory_order_relaxed);
     }
-    return {k, uint64_t(k->code.object().size() + sizeof(CompiledKernel))};
+    return {k, uint64_t(k->object.size() + sizeof(CompiledKernel))};
   }
 
   // Note [Interned constants]: fg's constants that g does not hold become shared copies.

@@ -21,11 +21,6 @@ struct LlvmBackend::Impl {
   int64_t vector_floats = 8;  // floats per vector register: 16 with AVX-512, else 8 (AVX2)
 };
 
-void CompiledKernel::pack(const Prepack& p, const float* src, float* dst) const {
-  FUSOR_ASSERT(spec.kind == KernelKind::Contraction && p.buffer == spec.contraction.b.buffer, "prepack of buffer ",
-               p.buffer, " of kernel '", spec.name, "'");
-  pack_b(spec.contraction, p.width, src, dst);
-}
 
 LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlvmBackend::~LlvmBackend() = default;
@@ -57,6 +52,16 @@ std::string kernel_symbol(const KernelSpec& spec) {
   return symbol;
 }
 
+// The kernel takes ownership of the JIT's function: its address, symbol and object.
+void adopt(CompiledKernel& kernel, LlvmJit::CompiledFunction function) {
+  auto owned = std::make_shared<LlvmJit::CompiledFunction>(std::move(function));
+  kernel.fn = owned->as<CompiledKernel::Fn>();
+  kernel.symbol = owned->symbol();
+  kernel.object = owned->object();
+  kernel.code_bytes = int64_t(kernel.object.size());
+  kernel.code = std::move(owned);
+}
+
 }  // namespace
 
 // What a kernel needs besides its code, derived from the spec alone (so a kernel loaded from
@@ -66,6 +71,7 @@ void LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::
   if (!llvm_supports(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
   const std::string symbol = kernel_symbol(spec);
   kernel.spec = spec;
+  kernel.backend = "llvm";
   kernel.tasks = spec.tasks;
   switch (spec.kind) {
     case KernelKind::RowReduction:
@@ -109,8 +115,7 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spe
     if (spec.kind == KernelKind::Attention) out << attention_tiling(spec, impl_->vector_floats).str() << "\n";
     if (!out) fail(ErrorCode::Io, "llvm backend: cannot write the dump '", path, "'");
   }
-  kernel->code = impl_->jit->compile(ir, symbol, jit_options);
-  kernel->fn = kernel->code.as<CompiledKernel::Fn>();
+  adopt(*kernel, impl_->jit->compile(ir, symbol, jit_options));
   kernel->compile_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
   return kernel;
@@ -120,8 +125,7 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::load(const KernelSpec& spec, 
   const auto start = std::chrono::steady_clock::now();
   auto kernel = std::make_shared<CompiledKernel>();
   describe(spec, *kernel, nullptr);
-  kernel->code = impl_->jit->load(object, kernel_symbol(spec));
-  kernel->fn = kernel->code.as<CompiledKernel::Fn>();
+  adopt(*kernel, impl_->jit->load(object, kernel_symbol(spec)));
   kernel->compile_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
   return kernel;

@@ -4,14 +4,12 @@
 
 #include <doctest/doctest.h>
 
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/llvm/llvm_backend.h"
-#include "ir/passes/pipeline.h"
+#include "tests/support/kernel_util.h"
 
 namespace fusor::test {
 
@@ -29,37 +27,5 @@ inline LlvmBackend* llvm_backend_or_skip() {
   if (!backend) MESSAGE("skipped: " << why);
   return backend.get();
 }
-
-/// A kernel's outputs three ways, for comparison: run serially (outputs start at 0), over
-/// test::pool() (outputs start at NaN, so a missed element shows), and by the spec
-/// interpreter (when asked). Inputs are the given values of the fused graph.
-struct KernelRuns {
-  std::vector<Tensor> serial, pooled, interp;  ///< one per spec buffer (inputs shared)
-  std::vector<ValueId> outs;                   ///< the output buffers' values, in order
-};
-KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const FusedGraph& f,
-                      const std::vector<Tensor>& values, bool interpret);
-
-/// Tolerances of a backend's kernel, per element |got - want| <= rel * |want| + abs.
-struct Tol {
-  double interp_rel = 0, interp_abs = 0;  ///< vs the spec interpreter
-  double static_rel = 0, static_abs = 0;  ///< vs the static kernels run node by node
-  bool interpret = true;                  ///< false: too big for the double interpreter
-  bool against_static = true;             ///< false: the static kernel differs by design
-};
-
-/// What check_groups compiled.
-struct Checked {
-  int kernels = 0;
-  int64_t compile_us = 0;
-  std::vector<KernelSpec> specs;
-  std::vector<std::shared_ptr<const CompiledKernel>> compiled;
-};
-
-/// Lowers every group of `kind` in f, compiles it with `be`, runs it serially and split over
-/// pool() (the two must agree exactly) and compares its outputs with the static run of f on
-/// `inputs` and with the interpreter, with the tolerance tol(spec) gives.
-Checked check_groups(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, GroupKind kind,
-                     const std::function<Tol(const KernelSpec&)>& tol);
 
 }  // namespace fusor::test

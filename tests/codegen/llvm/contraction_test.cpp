@@ -219,7 +219,7 @@ output y
       std::optional<KernelSpec> spec = lower_group(f, grp, &why);
       REQUIRE(spec);
       std::shared_ptr<const CompiledKernel> compiled = be->compile(*spec);
-      std::shared_ptr<const CompiledKernel> loaded = be->load(*spec, compiled->code.object());
+      std::shared_ptr<const CompiledKernel> loaded = be->load(*spec, compiled->object);
       CHECK(loaded->tasks == compiled->tasks);
       CHECK(loaded->prepacks.size() == compiled->prepacks.size());
       test::KernelRuns a = test::run_kernel(*compiled, *spec, f, values, false);
@@ -268,7 +268,7 @@ output y
       std::optional<KernelSpec> spec = lower_group(f, grp, &why);
       REQUIRE(spec);
       std::shared_ptr<const CompiledKernel> k = dumping->compile(*spec);
-      std::ifstream in(dir.file(k->code.symbol()) + ".s");
+      std::ifstream in(dir.file(k->symbol) + ".s");
       REQUIRE(in.good());
       std::stringstream assembly;
       assembly << in.rdbuf();

@@ -326,7 +326,7 @@ output z
         }
         REQUIRE(spec);
         std::shared_ptr<const CompiledKernel> kernel = be->compile(*spec);
-        std::ifstream s(dir.file(kernel->code.symbol()) + ".s");
+        std::ifstream s(dir.file(kernel->symbol) + ".s");
         REQUIRE(s.good());
         std::stringstream ss;
         ss << s.rdbuf();

@@ -1,4 +1,4 @@
-#include "tests/support/llvm_util.h"
+#include "tests/support/kernel_util.h"
 
 #include <algorithm>
 #include <limits>
@@ -48,7 +48,7 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
   return r;
 }
 
-Checked check_groups(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, GroupKind kind,
+Checked check_groups(JitBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, GroupKind kind,
                      const std::function<Tol(const KernelSpec&)>& tol) {
   std::vector<Tensor> values = run_all_static(f, inputs, pool());
   Checked c;

@@ -1,0 +1,190 @@
+// What the asmjit backend takes (codegen/asmjit/supports.h). Layer: codegen/asmjit.
+#include "codegen/asmjit/supports.h"
+
+#include <cstdlib>
+
+#include "codegen/asmjit/asmjit_backend.h"
+
+namespace fusor {
+namespace asmjit_emit {
+
+namespace {
+
+bool no(std::string* why, const std::string& reason) {
+  if (why) *why = reason;
+  return false;
+}
+
+// A kernel's outputs never alias its inputs (fusor's arena gives values live at once
+// disjoint memory); the emitters rely on it: a vector step reads all its inputs before it
+// stores, so a buffer both read and written would see its own stores.
+bool check_buffers(const std::vector<int>& reads, const std::vector<int>& writes, std::string* why) {
+  for (size_t b = 0; b < reads.size(); ++b) {
+    if (writes[b] && reads[b]) return no(why, "buffer " + std::to_string(b) + " is both read and written");
+    if (writes[b] > 1) return no(why, "buffer " + std::to_string(b) + " is written through two accesses");
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+bool pointwise_supports(const KernelSpec& spec, std::string* why) {
+  if (spec.kind != KernelKind::Pointwise) return no(why, "not a pointwise kernel");
+  const PointwiseSpec& p = spec.pointwise;
+  if (p.shape.empty()) return no(why, "an empty index space (rank 0)");
+  for (int64_t d : p.shape)
+    if (d < 0) return no(why, "a negative dim in the index space");
+  if (spec.tasks < 1) return no(why, "tasks < 1");
+  std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
+  if (!check_expr(spec, p.body, p.shape.size(), ExprRules{}, "", reads, writes, why)) return false;
+  return check_buffers(reads, writes, why);
+}
+
+bool reduction_supports(const KernelSpec& spec, std::string* why) {
+  using Kind = RowReductionSpec::Kind;
+  if (spec.kind != KernelKind::RowReduction) return no(why, "not a row reduction kernel");
+  const RowReductionSpec& r = spec.reduction;
+  if (r.shape.empty()) return no(why, "an empty row space (rank 0)");
+  for (int64_t d : r.shape)
+    if (d < 0) return no(why, "a negative dim in the row space");
+  if (spec.tasks < 1) return no(why, "tasks < 1");
+  if (r.prologue.empty()) return no(why, "a prologue without a value");
+  if (r.prologue.nodes.back().dtype != DType::F32) return no(why, "a prologue whose value is not f32");
+  std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
+  const size_t rank = r.shape.size();
+  if (!check_expr(spec, r.prologue, rank, ExprRules{false, false, false}, "prologue: ", reads, writes, why)) return false;
+  // RowStat is defined per element of softmax / layernorm only (kernel_spec.h).
+  const bool per_element = r.kind == Kind::Softmax || r.kind == Kind::LayerNorm;
+  if (!check_expr(spec, r.epilogue, rank, ExprRules{true, per_element, true}, "epilogue: ", reads, writes, why))
+    return false;
+  return check_buffers(reads, writes, why);
+}
+
+std::optional<int64_t> flat_stride(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t unit = 1;
+  for (size_t d = sizes.size(); d-- > 0;)
+    if (sizes[d] > 1) {
+      unit = strides[d];
+      break;
+    }
+  int64_t inner = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] > 1 && strides[d] != inner * unit) return std::nullopt;
+    inner *= sizes[d];
+  }
+  return unit;
+}
+
+namespace {
+
+// A Conv2d: NCHW input (gathered), [M, C/g, kh, kw] weights read in place along the flat
+// (c, kh, kw), outputs over [N, M, oh, ow] walked along the flat (oh, ow).
+bool conv_supports(const KernelSpec& spec, std::string* why) {
+  const ContractionSpec& c = spec.contraction;
+  const Conv2dParams& p = c.conv;
+  for (int64_t v : {p.n, p.c, p.h, p.w, p.m, p.kh, p.kw, p.group, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.oh, p.ow})
+    if (v < 1) return no(why, "a convolution with an empty or non-positive size");
+  if (p.c % p.group || p.m % p.group) return no(why, "channels not divisible by the groups");
+  std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
+  for (const StridedAccess* a : {&c.a, &c.b}) {
+    const char* name = a == &c.a ? "input" : "weights";
+    if (a->buffer < 0 || size_t(a->buffer) >= spec.buffers.size()) return no(why, std::string(name) + ": a buffer out of range");
+    if (a->strides.size() != 4) return no(why, std::string(name) + ": strides that are not 4-d");
+    if (a->dtype != DType::F32 || spec.buffers[size_t(a->buffer)].dtype != DType::F32)
+      return no(why, std::string(name) + ": not f32");
+    reads[size_t(a->buffer)]++;
+  }
+  const int64_t k = p.c / p.group * p.kh * p.kw;
+  if (!flat_stride({p.c / p.group, p.kh, p.kw}, {c.b.strides[1], c.b.strides[2], c.b.strides[3]}))
+    return no(why, "weights whose (c, kh, kw) do not flatten to one stride");
+  if (k * 32 * 4 > kConvPanelBytes) return no(why, "an im2col panel of " + std::to_string(k) + " rows beyond the stack budget");
+  const int64_t reach = std::abs(c.a.strides[2]) * p.h + std::abs(c.a.strides[3]) * p.w;
+  if (reach >= (int64_t(1) << 28)) return no(why, "input: an image plane beyond a vector gather's reach");
+  if (!check_expr(spec, c.epilogue, 4, ExprRules{true, false, true}, "epilogue: ", reads, writes, why)) return false;
+  for (const StridedAccess& a : c.epilogue.accesses)
+    if (!flat_stride({p.oh, p.ow}, {a.strides[2], a.strides[3]}))
+      return no(why, "epilogue: an access whose (oh, ow) do not flatten to one stride");
+  return check_buffers(reads, writes, why);
+}
+
+}  // namespace
+
+bool contraction_supports(const KernelSpec& spec, std::string* why) {
+  if (spec.kind != KernelKind::Contraction) return no(why, "not a contraction kernel");
+  const ContractionSpec& c = spec.contraction;
+  if (spec.tasks < 0) return no(why, "tasks < 0");
+  if (c.kind == ContractionSpec::Kind::Conv2d) return conv_supports(spec, why);
+  if (c.m < 0 || c.n < 0 || c.k < 0) return no(why, "a negative GEMM size");
+  for (int64_t d : c.batch)
+    if (d < 0) return no(why, "a negative batch dim");
+  const size_t rank = c.batch.size() + 2;
+  std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
+  for (const StridedAccess* a : {&c.a, &c.b}) {
+    const char* name = a == &c.a ? "A" : "B";
+    if (a->buffer < 0 || size_t(a->buffer) >= spec.buffers.size()) return no(why, std::string(name) + ": a buffer out of range");
+    if (a->strides.size() != rank) return no(why, std::string(name) + ": strides that do not match [batch..., rows, cols]");
+    if (a->dtype != DType::F32 || spec.buffers[size_t(a->buffer)].dtype != DType::F32)
+      return no(why, std::string(name) + ": a " + std::string(dtype_name(spec.buffers[size_t(a->buffer)].dtype)) + " operand (only f32)");
+    reads[size_t(a->buffer)]++;
+  }
+  // B's columns are gathered with 32-bit lane offsets when they are not contiguous.
+  const int64_t sn = c.b.strides.back();
+  if (sn != 1 && (sn > (int64_t(1) << 24) || sn < -(int64_t(1) << 24)))
+    return no(why, "B: a column stride beyond a vector gather's reach");
+  if (!check_expr(spec, c.epilogue, rank, ExprRules{true, false, true}, "epilogue: ", reads, writes, why)) return false;
+  return check_buffers(reads, writes, why);
+}
+
+namespace {
+
+constexpr int64_t kScratchCols = 8192;
+
+// Whether reading x costs more than one contiguous load.
+bool costly_prologue(const RowReductionSpec& r) {
+  if (r.prologue.nodes.size() > 1 || r.prologue.nodes[0].op != ScalarOp::Load) return true;
+  const int64_t stride = r.prologue.accesses[size_t(r.prologue.nodes[0].load)].strides.back();
+  return stride != 0 && stride != 1;
+}
+
+}  // namespace
+
+bool reduction_uses_scratch(const KernelSpec& spec) {
+  if (spec.kind != KernelKind::RowReduction || spec.reduction.shape.empty() || spec.reduction.prologue.empty())
+    return false;
+  const RowReductionSpec& r = spec.reduction;
+  if (r.shape.back() > kScratchCols || r.shape.back() == 0) return false;
+  if (r.kind == RowReductionSpec::Kind::Softmax) return true;
+  return r.kind == RowReductionSpec::Kind::LayerNorm && costly_prologue(r);
+}
+
+bool reduction_keeps_x(const KernelSpec& spec) { return reduction_uses_scratch(spec) && costly_prologue(spec.reduction); }
+
+int64_t pointwise_task_elements(const KernelSpec& spec) {
+  constexpr int64_t kChunkAlign = 64;
+  const int64_t total = numel(spec.pointwise.shape);
+  const int64_t tasks = spec.tasks < 1 ? 1 : spec.tasks;
+  const int64_t per = (total + tasks - 1) / tasks;
+  const int64_t aligned = (per + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  return aligned < 1 ? 1 : aligned;
+}
+
+}  // namespace asmjit_emit
+
+bool asmjit_supports(const KernelSpec& spec, std::string* why) {
+  switch (spec.kind) {
+    case KernelKind::Pointwise: return asmjit_emit::pointwise_supports(spec, why);
+    case KernelKind::RowReduction: return asmjit_emit::reduction_supports(spec, why);
+    case KernelKind::Contraction: return asmjit_emit::contraction_supports(spec, why);
+    default:
+      if (why) *why = std::string(kernel_kind_name(spec.kind)) + " kernels are not emitted yet";
+      return false;
+  }
+}
+
+}  // namespace fusor

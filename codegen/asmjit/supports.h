@@ -1,0 +1,62 @@
+// What the asmjit backend takes, per kernel kind, and the task split of its pointwise
+// kernels: plain checks over a KernelSpec that need no asmjit, so a build without asmjit
+// answers asmjit_supports() the same. Internal to codegen/asmjit (std and codegen only).
+// Layer: codegen/asmjit.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/expr_check.h"
+#include "codegen/kernel_spec.h"
+
+namespace fusor::asmjit_emit {
+
+// The expression-graph checks are codegen/expr_check.h's (shared by every backend).
+using fusor::check_expr;
+using fusor::ExprRules;
+
+/// Whether the pointwise emitter takes `spec`; *why says what it declines.
+bool pointwise_supports(const KernelSpec& spec, std::string* why);
+
+/// Whether the row reduction emitter takes `spec`; *why says what it declines.
+bool reduction_supports(const KernelSpec& spec, std::string* why);
+
+/// Whether the contraction emitter takes `spec` (GEMM, and Conv2d as an implicit GEMM);
+/// *why says what it declines: dtypes other than f32, operand strides a vector gather
+/// cannot span, convolution weights or outputs whose (c, kh, kw) or (oh, ow) do not flatten
+/// to one stride, an im2col panel beyond kConvPanelBytes, a malformed epilogue.
+bool contraction_supports(const KernelSpec& spec, std::string* why);
+
+/// The one stride that walks dims `sizes` (outermost first, `strides` theirs) as a flat
+/// row-major index: the stride of the innermost dim of size > 1 (1 when there is none), if
+/// every dim of size > 1 steps over the dims inside it; nullopt otherwise.
+std::optional<int64_t> flat_stride(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+
+/// The largest im2col panel (c/group * kh * kw rows of 32 floats) a convolution kernel keeps
+/// on the stack.
+inline constexpr int64_t kConvPanelBytes = 256 * 1024;
+
+/// Rows of M one GEMM task covers (KernelSpec::tasks = batches x ceil(m / kGemmTaskRows), as
+/// lowering sets it; a Conv2d task is one image and group, tasks = n x group).
+inline constexpr int64_t kGemmTaskRows = 64;
+
+/// Whether the row reduction kernel of `spec` keeps a stack scratch row (softmax's
+/// exponentials; layernorm's x when its prologue costs more than one contiguous load),
+/// under the llvm backend's rule (Note [Row scratch] in codegen/llvm/emit_reduction.cpp):
+/// rows of at most 8192 columns. Exposed for tests, which cover both designs.
+bool reduction_uses_scratch(const KernelSpec& spec);
+/// Whether that scratch row keeps x itself (the prologue is read once per row).
+bool reduction_keeps_x(const KernelSpec& spec);
+
+/// The flat elements one pointwise task covers: ceil(total / tasks) rounded up to a
+/// multiple of 64, as the llvm backend splits them (Note [Pointwise tasks] in
+/// codegen/llvm/emit_pointwise.cpp), so both tiers give a task the same elements.
+int64_t pointwise_task_elements(const KernelSpec& spec);
+
+/// The product of `shape`'s dims.
+int64_t numel(const std::vector<int64_t>& shape);
+
+}  // namespace fusor::asmjit_emit

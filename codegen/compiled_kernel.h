@@ -1,0 +1,72 @@
+// CompiledKernel: a kernel some JIT backend built, as the runtime runs it, and JitBackend:
+// what every JIT backend (llvm, asmjit) offers the runtime. Backend-neutral: the engine
+// holds kernels and backends only through these. Layer: codegen.
+//
+// A kernel is called as in codegen/kernel_spec.h: fn(buffers, task_begin, task_end) over
+// [0, tasks); its machine code lives as long as the last reference to the kernel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/kernel_spec.h"
+#include "codegen/packing.h"
+
+namespace fusor {
+
+/// A kernel a JIT backend compiled (or linked from a stored object).
+struct CompiledKernel {
+  /// The kernel ABI.
+  using Fn = void (*)(void** buffers, int64_t task_begin, int64_t task_end);
+  /// A constant operand the kernel reads in a packed layout (codegen/packing.h): the runtime
+  /// packs it once (pack()) into `floats` floats and passes that copy as buffers[buffer].
+  struct Prepack {
+    int buffer = -1;
+    int64_t floats = 0;
+    int64_t width = 0;  ///< width of the layout (codegen/packing.h)
+  };
+  Fn fn = nullptr;                  ///< the entry point
+  KernelSpec spec;                  ///< what it computes
+  int64_t tasks = 1;                ///< the task range to split: [0, tasks)
+  std::vector<Prepack> prepacks;    ///< constants to pass packed
+  int64_t compile_us = 0;           ///< wall time of compiling (or linking) it
+  std::string backend;              ///< "llvm", "asmjit"
+  std::string symbol;               ///< its entry symbol (names dump files)
+  std::string object;               ///< what the disk store keeps (llvm: the relocatable object); may be empty
+  int64_t code_bytes = 0;           ///< size of its machine code (or object)
+  std::shared_ptr<const void> code; ///< owns the machine code behind fn
+
+  /// Runs tasks [task_begin, task_end) on `buffers`.
+  void run(void** buffers, int64_t task_begin, int64_t task_end) const { fn(buffers, task_begin, task_end); }
+  /// Packs `src` (the constant buffer p.buffer) into `dst` (p.floats floats).
+  void pack(const Prepack& p, const float* src, float* dst) const { pack_b(spec.contraction, p.width, src, dst); }
+};
+
+/// A backend that compiles KernelSpecs to machine code at run time. Implementations are
+/// thread-safe and hold no cache (the runtime's kernel cache decides when to compile).
+class JitBackend {
+ public:
+  virtual ~JitBackend() = default;
+  /// "llvm", "asmjit": part of kernel keys and profile labels.
+  virtual std::string_view name() const = 0;
+  /// Whether compile() takes `spec`; *why (if given) says why not.
+  virtual bool supports(const KernelSpec& spec, std::string* why) const = 0;
+  /// Compiles `spec`. Throws Error(Unsupported) when supports() is false, Error(CompileFailed)
+  /// with the compiler's message when it rejects the code.
+  virtual std::shared_ptr<const CompiledKernel> compile(const KernelSpec& spec) = 0;
+  /// Whether load() can link a kernel from its stored CompiledKernel::object.
+  virtual bool can_load() const { return false; }
+  /// The kernel of `spec` from `object` (an equal spec's CompiledKernel::object, made by
+  /// this compiler version for this target). Throws Error(CompileFailed) when malformed,
+  /// Error(Unsupported) for a backend that cannot load.
+  virtual std::shared_ptr<const CompiledKernel> load(const KernelSpec& spec, const std::string& object);
+  /// The target the code is for (CPU features); part of kernel keys.
+  virtual std::string target_description() const = 0;
+  /// The code generator and its version ("llvm-16.0.6"); part of kernel keys.
+  virtual std::string compiler_version() const = 0;
+};
+
+}  // namespace fusor
