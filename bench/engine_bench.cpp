@@ -7,6 +7,7 @@
 
 #include "bench/cases.h"
 #include "ir/builder.h"
+#include "codegen/asmjit/asmjit_backend.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
 #include "ir/passes/pipeline.h"
@@ -85,10 +86,12 @@ KernelSpec spec_of_case(const std::string& name, GroupKind kind) {
 // (the 5-op chain), reduction (residual + LayerNorm), gemm (MatMul + bias + GELU, 128 x 768
 // x 3072), conv (Conv3x3 + folded BN + ReLU). Lowering is outside the timed region;
 // emission, optimization, codegen and linking inside.
-void compile_kind(benchmark::State& state, const char* case_name, GroupKind kind) {
+void compile_kind(benchmark::State& state, const char* case_name, GroupKind kind, BackendKind backend) {
   KernelSpec spec = spec_of_case(case_name, kind);
-  std::unique_ptr<LlvmBackend> llvm = make_llvm_backend();
-  for (auto _ : state) benchmark::DoNotOptimize(llvm->compile(spec));
+  std::unique_ptr<JitBackend> be;
+  if (backend == BackendKind::Llvm) be = make_llvm_backend();
+  else be = make_asmjit_backend();
+  for (auto _ : state) benchmark::DoNotOptimize(be->compile(spec));
 }
 
 // The engine's overhead on a plan-cache hit: a one-op graph on 16 floats, so the time is
@@ -108,8 +111,9 @@ void dispatch_cache_hit(benchmark::State& state) {
 
 // First-request latency of a never-seen BERT-layer shape: a fresh engine (no persistent
 // store) and one run, by how the engine serves it: the static kernels, the llvm backend
-// (compiling every kernel before the run), or llvm with background_compile (the run on the
-// static kernels while LLVM compiles behind it).
+// (compiling every kernel before the run), llvm with background_compile (the run on the
+// static kernels while LLVM compiles behind it), or llvm with tiering (the run on asmjit
+// kernels compiled in microseconds, LLVM behind it).
 void first_request(benchmark::State& state, const char* mode) {
   Graph g;
   TensorMap inputs;
@@ -120,6 +124,7 @@ void first_request(benchmark::State& state, const char* mode) {
     EngineOptions o{.backend = m == "static" ? BackendKind::Static : BackendKind::Llvm, .num_threads = 1,
                     .disk_cache = false};
     o.background_compile = m == "llvm_background";
+    o.tiering = m == "llvm_tiering";
     auto engine = std::make_unique<Engine>(o);
     benchmark::DoNotOptimize(engine->run(g, inputs));
     state.PauseTiming();  // the engine's teardown (joining the background compile) is not the request
@@ -137,29 +142,34 @@ int register_all() {
     benchmark::RegisterBenchmark(("static_add_16M/static/t" + std::to_string(t)).c_str(), single_op, "add", t)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
   }
-  // The llvm backend joins when this build and machine have it.
+  // The JIT backends join when this build and machine have them.
   std::vector<BackendKind> backends{BackendKind::Static};
-  try {
-    Engine probe(EngineOptions{.backend = BackendKind::Llvm, .num_threads = 1});
-    backends.push_back(BackendKind::Llvm);
-    const struct {
-      const char* kind;
-      const char* bench_case;
-      GroupKind group;
-    } compiles[] = {{"pointwise", "eltwise_chain5_16M", GroupKind::Pointwise},
-                    {"reduction", "residual_layernorm_128x768", GroupKind::Reduction},
-                    {"gemm", "matmul_bias_gelu_128x768x3072", GroupKind::Contraction},
-                    {"conv", "conv3x3_bn_relu_64x56x56", GroupKind::Contraction}};
-    for (const char* mode : {"static", "llvm", "llvm_background"})
+  const struct {
+    const char* kind;
+    const char* bench_case;
+    GroupKind group;
+  } compiles[] = {{"pointwise", "eltwise_chain5_16M", GroupKind::Pointwise},
+                  {"reduction", "residual_layernorm_128x768", GroupKind::Reduction},
+                  {"gemm", "matmul_bias_gelu_128x768x3072", GroupKind::Contraction},
+                  {"conv", "conv3x3_bn_relu_64x56x56", GroupKind::Contraction}};
+  for (BackendKind jit : {BackendKind::Llvm, BackendKind::Asmjit}) {
+    const std::string name(backend_name(jit));
+    try {
+      Engine probe(EngineOptions{.backend = jit, .num_threads = 1, .disk_cache = false});
+      backends.push_back(jit);
+    } catch (const Error& e) {
+      benchmark::AddCustomContext(name, e.what());
+      continue;
+    }
+    for (const auto& c : compiles)
+      benchmark::RegisterBenchmark(("compile/" + std::string(c.kind) + "/" + name).c_str(), compile_kind, c.bench_case,
+                                   c.group, jit)
+          ->Unit(benchmark::kMillisecond);
+  }
+  if (backends.size() > 1 && backends[1] == BackendKind::Llvm)
+    for (const char* mode : {"static", "llvm", "llvm_background", "llvm_tiering"})
       benchmark::RegisterBenchmark((std::string("first_request/bert_layer_seq128/") + mode).c_str(), first_request, mode)
           ->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
-    for (const auto& c : compiles)
-      benchmark::RegisterBenchmark((std::string("compile/") + c.kind + "/llvm").c_str(), compile_kind, c.bench_case,
-                                   c.group)
-          ->Unit(benchmark::kMillisecond);
-  } catch (const Error& e) {
-    benchmark::AddCustomContext("llvm", e.what());
-  }
   for (const BenchCase& c : bench_cases())
     for (BackendKind backend : backends)
       for (int t : {1, 2})

@@ -15,6 +15,7 @@
 #include "cache/keyed_cache.h"
 #include "cache/plan_key.h"
 #include "cache/kernel_key.h"
+#include "codegen/asmjit/asmjit_backend.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
 #include "codegen/packing.h"
@@ -32,6 +33,7 @@ std::string_view backend_name(BackendKind b) {
   switch (b) {
     case BackendKind::Static: return "static";
     case BackendKind::Llvm: return "llvm";
+    case BackendKind::Asmjit: return "asmjit";
   }
   return "?";
 }
@@ -39,7 +41,8 @@ std::string_view backend_name(BackendKind b) {
 BackendKind parse_backend(std::string_view name) {
   if (name == "static") return BackendKind::Static;
   if (name == "llvm") return BackendKind::Llvm;
-  fail(ErrorCode::InvalidArgument, "unknown backend '", name, "' (choices: static, llvm)");
+  if (name == "asmjit") return BackendKind::Asmjit;
+  fail(ErrorCode::InvalidArgument, "unknown backend '", name, "' (choices: static, llvm, asmjit)");
 }
 
 uint64_t EngineOptions::hash() const {
@@ -274,12 +277,26 @@ struct Engine::Impl {
         kernels({options.kernel_cache_bytes, nullptr, nullptr}),
         packed({options.packed_cache_bytes, nullptr, nullptr}),
         interned({options.packed_cache_bytes, nullptr, nullptr}) {
+    if (options.backend == BackendKind::Asmjit) {
+      AsmjitBackend::Options ao;
+      ao.dump_dir = options.dump_dir;
+      jit = make_asmjit_backend(ao);  // throws DeviceUnavailable with the reason
+    }
     if (options.backend == BackendKind::Llvm) {
       LlvmBackend::Options lo;
       lo.dump_dir = options.dump_dir;
-      llvm = make_llvm_backend(lo);  // throws DeviceUnavailable with the reason
-      target = llvm->target_description();
-      compiler = llvm->compiler_version();
+      jit = make_llvm_backend(lo);  // throws DeviceUnavailable with the reason
+      if (options.tiering) {
+        try {
+          AsmjitBackend::Options ao;
+          ao.dump_dir = options.dump_dir;
+          first_tier = make_asmjit_backend(ao);
+        } catch (const Error& e) {
+          options.warn(std::string("tiering without its first tier (new shapes start on the static kernels): ") + e.what());
+        }
+      }
+    }
+    if (jit && jit->can_load()) {
       if (options.disk_cache) {
         DiskStore::Options so;
         so.dir = options.cache_dir;
@@ -312,26 +329,27 @@ struct Engine::Impl {
   // (static backend, no kernel kind for it, or a spec the backend declines). *spec gets the
   // group's own lowered spec: a cached kernel may have been compiled for another group with
   // the same code, so its spec's buffer names are not this group's values.
-  std::shared_ptr<const CompiledKernel> kernel_for(const FusedGraph& f, const FusionGroup& grp, KernelSpec* spec) {
-    if (!llvm || grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return nullptr;
+  std::shared_ptr<const CompiledKernel> kernel_for(JitBackend& be, const FusedGraph& f, const FusionGroup& grp,
+                                                   KernelSpec* spec) {
+    if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return nullptr;
     std::string why;
     std::optional<KernelSpec> lowered = lower_group(f, grp, &why);
-    if (!lowered || !llvm->supports(*lowered, &why)) return nullptr;
+    if (!lowered || !be.supports(*lowered, &why)) return nullptr;
     *spec = *lowered;
-    KernelKey key{std::move(*lowered), "llvm", target, compiler};
-    return kernels.get_or_build(key, [&] { return kernel(key); });
+    KernelKey key{std::move(*lowered), std::string(be.name()), be.target_description(), be.compiler_version()};
+    return kernels.get_or_build(key, [&] { return kernel(be, key); });
   }
 
   // A kernel not in memory: linked from the persistent store when it holds one, else
   // compiled (and saved there).
-  SizedValue<CompiledKernel> kernel(const KernelKey& key) {
+  SizedValue<CompiledKernel> kernel(JitBackend& be, const KernelKey& key) {
     std::shared_ptr<const CompiledKernel> k;
     std::string key_bytes;
-    if (store) {
+    if (store && be.can_load()) {
       key_bytes = key.serialize();
       if (std::optional<std::vector<uint8_t>> object = store->load(key_bytes)) {
         try {
-          k = llvm->load(key.spec, std::string(object->begin(), object->end()));
+          k = be.load(key.spec, std::string(object->begin(), object->end()));
           disk_hits.fetch_add(1, std::memory_order_relaxed);
           load_us.fetch_add(uint64_t(k->compile_us), std::memory_order_relaxed);
         } catch (const Error& e) {
@@ -341,14 +359,18 @@ struct Engine::Impl {
       }
     }
     if (!k) {
-      k = llvm->compile(key.spec);
+      k = be.compile(key.spec);
       compiled.fetch_add(1, std::memory_order_relaxed);
       compile_us.fetch_add(uint64_t(k->compile_us), std::memory_order_relaxed);
+      {
+        std::lock_guard<std::mutex> lk(by_backend_mu);
+        compile_us_by_backend[std::string(be.name())] += uint64_t(k->compile_us);
+      }
       const std::string& object = k->object;
-      if (store && store->save(key_bytes, std::span(reinterpret_cast<const uint8_t*>(object.data()), object.size())))
+      if (store && be.can_load() && !object.empty() && store->save(key_bytes, std::span(reinterpret_cast<const uint8_t*>(object.data()), object.size())))
         disk_writes.fetch_add(1, std::memory_order_relaxed);
     }
-    return {k, uint64_t(k->object.size() + sizeof(CompiledKernel))};
+    return {k, uint64_t(std::max<int64_t>(k->code_bytes, int64_t(k->object.size())) + sizeof(CompiledKernel))};
   }
 
   // Note [Interned constants]: fg's constants that g does not hold become shared copies.
@@ -376,9 +398,9 @@ struct Engine::Impl {
     });
   }
 
-  // The plan of g at input_types; `jit` false runs every group on the static kernels (no
-  // compile: the first tier of background_compile).
-  std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, bool jit = true) {
+  // The plan of g at input_types with its groups on `be`'s kernels where it takes them and
+  // the static kernels elsewhere (be null: all static, no compile).
+  std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, JitBackend* be) {
     auto plan = std::make_shared<Plan>();
     plan->fused = fuse(g, input_types);
     intern_constants(g, plan->fused.graph);
@@ -388,7 +410,7 @@ struct Engine::Impl {
     for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
     for (const FusionGroup& grp : f.groups) {
       KernelSpec spec;
-      if (auto kernel = jit ? kernel_for(f, grp, &spec) : nullptr) {
+      if (auto kernel = be ? kernel_for(*be, f, grp, &spec) : nullptr) {
         Step st;
         st.kernel = kernel;
         for (const BufferSpec& b : spec.buffers) {
@@ -403,7 +425,7 @@ struct Engine::Impl {
           FUSOR_ASSERT(c && c->dtype() == DType::F32, "kernel '", spec.name, "' prepacks a buffer that is not an f32 constant");
           st.packed.emplace_back(size_t(pp.buffer), packed_constant(*kernel, pp, *c));
         }
-        st.label = "llvm " + std::string(kernel_kind_name(spec.kind)) + " " + spec.name;
+        st.label = kernel->backend + " " + std::string(kernel_kind_name(spec.kind)) + " " + spec.name;
         plan->steps.push_back(std::move(st));
         continue;
       }
@@ -449,13 +471,14 @@ struct Engine::Impl {
     return plan;
   }
 
-  // The plan to run for key: the cache's entry, built on a miss. With background_compile
-  // a miss builds the static plan at once and queues the JIT plan (Note [Background plans]).
+  // The plan to run for key: the cache's entry, built on a miss. With background_compile or
+  // tiering a miss builds a first plan at once (static kernels, or the asmjit tier) and
+  // queues the JIT plan (Note [Background plans]).
   std::shared_ptr<const Plan> plan_for(const Graph& g, const PlanKey& key) {
     std::shared_ptr<const PlanEntry> entry = plans.get_or_build(key, [&] {
       auto e = std::make_shared<PlanEntry>();
-      const bool later = options.background_compile && llvm;
-      std::shared_ptr<const Plan> p = build_plan(g, key.inputs, !later);
+      const bool later = (options.background_compile || options.tiering) && jit;
+      std::shared_ptr<const Plan> p = build_plan(g, key.inputs, later ? first_tier.get() : jit.get());
       e->plan.store(p);
       if (later) background.submit(key, g, e);
       return SizedValue<PlanEntry>{e, p->bytes};
@@ -466,9 +489,8 @@ struct Engine::Impl {
   EngineOptions options;
   uint64_t options_hash = options.hash();  // part of every plan key; computed once
   ThreadPool pool;
-  std::unique_ptr<LlvmBackend> llvm;  // set when options.backend is Llvm
-  std::string target;                 // the JIT backend's target, part of kernel keys
-  std::string compiler;               // the JIT backend's compiler version, part of kernel keys
+  std::unique_ptr<JitBackend> jit;         // the backend of options.backend (none for static)
+  std::unique_ptr<JitBackend> first_tier;  // tiering: asmjit, serving new shapes until jit's plan is ready
   std::unique_ptr<DiskStore> store;   // the persistent kernel store, when in use
   KeyedCache<PlanKey, PlanEntry, PlanKeyHash> plans;
   KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
@@ -476,11 +498,13 @@ struct Engine::Impl {
   KeyedCache<InternKey, Tensor, InternKeyHash> interned;
   static constexpr size_t kInternMinBytes = 4096;  // small constants are cheaper to keep per plan
   std::atomic<uint64_t> compiled{0}, compile_us{0}, disk_hits{0}, disk_writes{0}, load_us{0};
+  std::mutex by_backend_mu;
+  std::map<std::string, uint64_t> compile_us_by_backend;
   ArenaPool arenas;
   std::mutex profile_mu;
   std::map<std::string, StepProfile, std::less<>> profile;
   // Last: destroyed first, so a running job still sees the caches and the backend.
-  BackgroundPlans background{[this](const Graph& g, const std::vector<TensorType>& t) { return build_plan(g, t, true); },
+  BackgroundPlans background{[this](const Graph& g, const std::vector<TensorType>& t) { return build_plan(g, t, jit.get()); },
                              options.warn};
 };
 
@@ -523,7 +547,10 @@ EngineStats Engine::stats() const {
   s.kernel_bytes = k.bytes;
   s.packed_bytes = w.bytes + m.interned.stats().bytes;
   s.compile_ms = double(m.compile_us.load()) / 1000.0;
-  if (m.llvm) s.compile_ms_by_backend["llvm"] = s.compile_ms;
+  {
+    std::lock_guard<std::mutex> lk(impl_->by_backend_mu);
+    for (const auto& [name, us] : m.compile_us_by_backend) s.compile_ms_by_backend[name] = double(us) / 1000.0;
+  }
   s.load_ms = double(m.load_us.load()) / 1000.0;
   s.background_swaps = m.background.swaps();
   s.disk_enabled = m.store != nullptr;

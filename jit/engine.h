@@ -22,11 +22,13 @@
 namespace fusor {
 
 /// Which code runs the graph's groups. Static: the precompiled per-op kernels. Llvm: each
-/// fused group the LLVM backend takes (pointwise, row reductions, contractions) becomes one
-/// JIT-compiled kernel; the other groups (attention, opaque ops) run on the static kernels.
-enum class BackendKind : uint8_t { Static, Llvm };
+/// fused group the LLVM backend takes (pointwise, row reductions, contractions, attention)
+/// becomes one JIT-compiled kernel (-O3, tens of ms per kernel); Asmjit: the same from the
+/// asmjit backend (machine code emitted directly, well under 1 ms per kernel; no attention
+/// yet). Groups a backend declines run on the static kernels.
+enum class BackendKind : uint8_t { Static, Llvm, Asmjit };
 
-/// "static", "llvm".
+/// "static", "llvm", "asmjit".
 std::string_view backend_name(BackendKind b);
 /// Parses a backend name; InvalidArgument names the choices otherwise.
 BackendKind parse_backend(std::string_view name);
@@ -66,6 +68,11 @@ struct EngineOptions {
   /// kernels compile on a background thread; the compiled plan then replaces it atomically
   /// (jit/engine.cpp, Note [Background plans]). For JIT backends; no first-request stall.
   bool background_compile = false;
+  /// Two x86 tiers (backend llvm): a never-seen shape runs at once on asmjit kernels
+  /// (compiled in microseconds) while the LLVM plan compiles in the background and then
+  /// replaces it (Note [Background plans]). Profile labels and compile_ms_by_backend show
+  /// which tier served. Without asmjit in the build, the first tier is the static kernels.
+  bool tiering = false;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };

@@ -292,3 +292,48 @@ TEST_SUITE("jit/background") {
     CHECK(true);
   }
 }
+
+TEST_SUITE("jit/tiering") {
+  TEST_CASE("with tiering a new shape runs at once on asmjit kernels and LLVM's plan replaces it") {
+    Graph g = parse_graph(kGraph);
+    EngineOptions o;
+    o.disk_cache = false;
+    o.tiering = true;
+    o.profile = true;
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    TensorMap want = reference(g, 19);
+    check_close(e->run(g, input(19)), want);  // the asmjit tier
+    e->drain();
+    check_close(e->run(g, input(19)), want);  // the llvm tier
+    EngineStats s = e->stats();
+    CHECK(s.background_swaps == 1);
+    CHECK(s.compile_ms_by_backend.count("llvm") == 1);
+    bool asmjit_ran = false, llvm_ran = false;
+    for (const StepProfile& p : e->profile()) {
+      asmjit_ran |= p.step.rfind("asmjit ", 0) == 0;
+      llvm_ran |= p.step.rfind("llvm ", 0) == 0;
+    }
+    if (s.compile_ms_by_backend.count("asmjit")) CHECK(asmjit_ran);  // asmjit built in
+    CHECK(llvm_ran);
+  }
+
+  TEST_CASE("the asmjit backend runs the BERT layer and the bottleneck like the static kernels") {
+    std::unique_ptr<Engine> e;
+    try {
+      e = std::make_unique<Engine>(EngineOptions{.backend = BackendKind::Asmjit, .num_threads = 2, .disk_cache = false});
+    } catch (const Error& err) {
+      MESSAGE("skipped: " << err.what());
+      return;
+    }
+    auto load = [](const char* name) { return load_graph(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name); };
+    Engine reference_engine(EngineOptions{.num_threads = 2, .fuse = false});
+    Graph bert = load("bert_layer");
+    TensorMap in{{"x", test::randn({2, 9, 768}, 1)}, {"mask", test::uniform({2, 1, 1, 9}, 2, -1, 0)}};
+    check_close(e->run(bert, in), reference_engine.run(bert, in));
+    Graph res = load("resnet_bottleneck");
+    TensorMap rin{{"x", test::randn({1, 256, 10, 9}, 3)}};
+    check_close(e->run(res, rin), reference_engine.run(res, rin));
+    CHECK(e->stats().kernels_compiled > 0);
+  }
+}

@@ -29,8 +29,8 @@ const char* const kRunUsage =
     "  --input NAME=FILE    read input NAME from a .npy file (others are seeded-random)\n"
     "  --seed N             seed of the random inputs (default 0): floats ~ N(0,1),\n"
     "                       integers uniform in [0, 2), bools uniform\n"
-    "  --backend NAME       static (default) or llvm (fused groups JIT-compiled where the\n"
-    "                       llvm backend has a kernel kind for them, static kernels elsewhere)\n"
+    "  --backend NAME       static (default), llvm or asmjit (fused groups JIT-compiled\n"
+    "                       where the backend has a kernel kind for them, static elsewhere)\n"
     "  --no-fuse            run every op as its own kernel (the unfused baseline)\n"
     "  --threads N          kernel threads (default: one per core)\n"
     "  --repeat N           timed runs after one warm-up run (default 1)\n"
@@ -40,6 +40,8 @@ const char* const kRunUsage =
     "  --profile            time every step of the timed runs and print them, longest first\n"
     "  --background-compile run a new shape at once on the static kernels while its JIT\n"
     "                       kernels compile in the background (first run never waits)\n"
+    "  --tiering            (llvm) run a new shape at once on asmjit kernels while LLVM\n"
+    "                       compiles in the background\n"
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor)\n"
     "  --no-disk-cache      compile in memory only, without the persistent store\n"
@@ -77,7 +79,7 @@ double median(std::vector<double> v) {
 
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> valued{"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save", "--dump"};
-  std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile", "--background-compile"};
+  std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile", "--background-compile", "--tiering"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   switches.insert(switches.end(), kCacheSwitches.begin(), kCacheSwitches.end());
   Args args = Args::parse(argc, argv, 2, valued, switches);
@@ -90,6 +92,7 @@ int cmd_run(int argc, char** argv) {
   const bool stats = args.has("--stats");
   options.profile = args.has("--profile");
   options.background_compile = args.has("--background-compile");
+  options.tiering = args.has("--tiering");
   if (auto dir = args.get("--dump")) {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
