@@ -1,5 +1,7 @@
 #include "codegen/cuda/render_expr.h"
 
+#include "codegen/expr_check.h"
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -117,24 +119,6 @@ __device__ __forceinline__ float fusor_block_max(float v, float* scratch) {
 )";
 
 namespace {
-
-int arity(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::Load:
-    case ScalarOp::Const:
-    case ScalarOp::Acc:
-    case ScalarOp::RowStat: return 0;
-    case ScalarOp::Add:
-    case ScalarOp::Sub:
-    case ScalarOp::Mul:
-    case ScalarOp::Div:
-    case ScalarOp::Pow:
-    case ScalarOp::Max:
-    case ScalarOp::Min: return 2;
-    case ScalarOp::Where: return 3;
-    default: return 1;
-  }
-}
 
 bool is_const(const ExprGraph& g, int32_t n, double v) {
   const ScalarExpr& e = g.nodes[size_t(n)];
@@ -336,7 +320,7 @@ bool check_graph(const KernelSpec& spec, const ExprGraph& g, size_t rank, bool a
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ScalarExpr& e = g.nodes[i];
     const std::string at = std::string(scalar_op_name(e.op)) + " node %" + std::to_string(i);
-    for (int k = 0; k < arity(e.op); ++k)
+    for (int k = 0; k < scalar_op_arity(e.op); ++k)
       if (e.args[k] < 0 || size_t(e.args[k]) >= i) return no(at + ": an argument that is not an earlier node");
     if (e.op == ScalarOp::Acc && !allow_acc) return no(at + ": not allowed here");
     if (e.op == ScalarOp::RowStat && (!allow_row_stat || (e.value != 0 && e.value != 1)))

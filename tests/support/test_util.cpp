@@ -11,6 +11,12 @@
 
 namespace fusor::test {
 
+std::string with(std::string text, const std::map<std::string, std::string>& subst) {
+  for (const auto& [key, value] : subst)
+    for (size_t p = 0; (p = text.find(key, p)) != std::string::npos; p += value.size()) text.replace(p, key.size(), value);
+  return text;
+}
+
 Tensor randn(Shape shape, uint64_t seed, double std, DType dtype) {
   return make_random(dtype, shape, RandomRecipe::normal(seed, std));
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@
 #include "ir/tensor.h"
 
 namespace fusor::test {
+
+/// `text` with every occurrence of each key replaced by its value (graph templates).
+std::string with(std::string text, const std::map<std::string, std::string>& subst);
 
 /// A normal(0, std) tensor (any dtype; integers are rounded toward zero).
 Tensor randn(Shape shape, uint64_t seed, double std = 1.0, DType dtype = DType::F32);

@@ -30,11 +30,7 @@ using namespace fusor;
 
 namespace {
 
-std::string with(std::string text, const std::map<std::string, std::string>& subst) {
-  for (const auto& [key, value] : subst)
-    for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
-  return text;
-}
+using test::with;
 
 std::string dims(std::initializer_list<int64_t> d) {
   std::string s;

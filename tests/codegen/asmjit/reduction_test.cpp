@@ -77,11 +77,7 @@ Checked check_reduction(AsmjitBackend& be, const FusedGraph& f, const std::map<s
   return c;
 }
 
-std::string with(std::string text, const std::map<std::string, std::string>& subst) {
-  for (const auto& [key, value] : subst)
-    for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
-  return text;
-}
+using test::with;
 
 const Tol kSoftmax{2e-5, 1e-30, 2e-6, 1e-30};
 const Tol kLayerNorm{1e-5, 1e-5, 1e-5, 1e-5};

@@ -25,11 +25,7 @@ using namespace fusor;
 
 namespace {
 
-std::string with(std::string text, const std::map<std::string, std::string>& subst) {
-  for (const auto& [key, value] : subst)
-    for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
-  return text;
-}
+using test::with;
 
 // Checks every Attention group of f (tolerance: this file's header); returns how many.
 int check_attention(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, int64_t d,

@@ -57,11 +57,7 @@ Checked check_reduction(LlvmBackend& be, const FusedGraph& f, const std::map<std
   return test::check_groups(be, f, inputs, GroupKind::Reduction, [&](const KernelSpec&) { return tol; });
 }
 
-std::string with(std::string text, const std::map<std::string, std::string>& subst) {
-  for (const auto& [key, value] : subst)
-    for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
-  return text;
-}
+using test::with;
 
 const Tol kSoftmax{2e-5, 1e-30, 2e-6, 1e-30};
 const Tol kLayerNorm{1e-5, 1e-5, 1e-5, 1e-5};
