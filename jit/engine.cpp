@@ -192,14 +192,17 @@ std::vector<TensorType> bind_inputs(const Graph& g, const TensorMap& inputs, std
 // so no run ever sees a half-built plan, and a plan being replaced stays alive until the
 // runs using it end. Jobs run one at a time, in order; the engine's destructor drops the
 // jobs not started and waits for the one running. A job that fails leaves the static plan
-// in place and warns.
+// in place and warns. With tiering, each kernel of the final plan is timed against the
+// first tier's kernel for the same group (both run on scratch buffers, best of three) and
+// the faster one is kept: LLVM's code replaces asmjit's only where it is faster.
 struct PlanEntry {
   mutable std::atomic<std::shared_ptr<const Plan>> plan;
 };
 
 class BackgroundPlans {
  public:
-  using Build = std::function<std::shared_ptr<const Plan>(const Graph&, const std::vector<TensorType>&)>;
+  // Builds the final plan of a shape, given the plan serving it until then.
+  using Build = std::function<std::shared_ptr<const Plan>(const Graph&, const std::vector<TensorType>&, const Plan& first)>;
   BackgroundPlans(Build build, std::function<void(const std::string&)> warn)
       : build_(std::move(build)), warn_(std::move(warn)) {}
   ~BackgroundPlans() {
@@ -240,7 +243,7 @@ class BackgroundPlans {
       busy_ = true;
       lk.unlock();
       try {
-        job.entry->plan.store(build_(job.graph, job.key.inputs));
+        job.entry->plan.store(build_(job.graph, job.key.inputs, *job.entry->plan.load()));
         swaps_.fetch_add(1);
       } catch (const std::exception& e) {
         warn_(std::string("a background JIT plan failed; its shape stays on the static kernels: ") + e.what());
@@ -373,6 +376,50 @@ struct Engine::Impl {
     return {k, uint64_t(std::max<int64_t>(k->code_bytes, int64_t(k->object.size())) + sizeof(CompiledKernel))};
   }
 
+  // Seconds of the best of three runs of step st's kernel on scratch buffers (constants and
+  // packed weights as the plan has them; other inputs a fixed pattern).
+  double time_step(const Plan& plan, const Step& st) {
+    const CompiledKernel& k = *st.kernel;
+    std::vector<Tensor> scratch;
+    std::vector<void*> bufs(st.buffers.size());
+    for (size_t i = 0; i < st.buffers.size(); ++i) {
+      const BufferSpec& b = k.spec.buffers[i];
+      if (const Tensor* c = plan.fused.graph.constant_data(st.buffers[i])) {
+        bufs[i] = const_cast<void*>(c->raw());
+      } else {
+        scratch.push_back(Tensor::zeros(b.dtype, Shape{b.elements}));
+        if (b.dtype == DType::F32 && !b.output) std::fill_n(scratch.back().data<float>(), b.elements, 0.5f);
+        bufs[i] = scratch.back().raw();
+      }
+    }
+    for (const auto& [i, packed] : st.packed) bufs[i] = const_cast<void*>(packed->raw());
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      k.run(bufs.data(), 0, k.tasks);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  }
+
+  // Tiering: each kernel of `final` that the first tier's plan also ran as a kernel (the same
+  // group: the same values, the same code) keeps whichever of the two runs faster.
+  void keep_faster(const Plan& first, Plan& final) {
+    for (Step& st : final.steps) {
+      if (!st.kernel) continue;
+      for (const Step& old : first.steps) {
+        if (!old.kernel || old.buffers != st.buffers || !old.kernel->spec.same_code(st.kernel->spec)) continue;
+        if (time_step(first, old) < time_step(final, st)) {
+          st.kernel = old.kernel;
+          st.packed = old.packed;
+          st.label = old.label;
+          first_tier_kept.fetch_add(1, std::memory_order_relaxed);
+        }
+        break;
+      }
+    }
+  }
+
   // Note [Interned constants]: fg's constants that g does not hold become shared copies.
   void intern_constants(const Graph& g, Graph& fg) {
     std::unordered_set<const void*> users;
@@ -400,7 +447,7 @@ struct Engine::Impl {
 
   // The plan of g at input_types with its groups on `be`'s kernels where it takes them and
   // the static kernels elsewhere (be null: all static, no compile).
-  std::shared_ptr<const Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, JitBackend* be) {
+  std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, JitBackend* be) {
     auto plan = std::make_shared<Plan>();
     plan->fused = fuse(g, input_types);
     intern_constants(g, plan->fused.graph);
@@ -498,13 +545,18 @@ struct Engine::Impl {
   KeyedCache<InternKey, Tensor, InternKeyHash> interned;
   static constexpr size_t kInternMinBytes = 4096;  // small constants are cheaper to keep per plan
   std::atomic<uint64_t> compiled{0}, compile_us{0}, disk_hits{0}, disk_writes{0}, load_us{0};
+  std::atomic<uint64_t> first_tier_kept{0};
   std::mutex by_backend_mu;
   std::map<std::string, uint64_t> compile_us_by_backend;
   ArenaPool arenas;
   std::mutex profile_mu;
   std::map<std::string, StepProfile, std::less<>> profile;
   // Last: destroyed first, so a running job still sees the caches and the backend.
-  BackgroundPlans background{[this](const Graph& g, const std::vector<TensorType>& t) { return build_plan(g, t, jit.get()); },
+  BackgroundPlans background{[this](const Graph& g, const std::vector<TensorType>& t, const Plan& first) {
+                               std::shared_ptr<Plan> p = build_plan(g, t, jit.get());
+                               if (first_tier) keep_faster(first, *p);
+                               return std::shared_ptr<const Plan>(std::move(p));
+                             },
                              options.warn};
 };
 
@@ -553,6 +605,7 @@ EngineStats Engine::stats() const {
   }
   s.load_ms = double(m.load_us.load()) / 1000.0;
   s.background_swaps = m.background.swaps();
+  s.first_tier_kept = m.first_tier_kept.load();
   s.disk_enabled = m.store != nullptr;
   if (m.store) s.disk_dir = m.store->dir();
   return s;

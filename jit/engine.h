@@ -70,8 +70,9 @@ struct EngineOptions {
   bool background_compile = false;
   /// Two x86 tiers (backend llvm): a never-seen shape runs at once on asmjit kernels
   /// (compiled in microseconds) while the LLVM plan compiles in the background and then
-  /// replaces it (Note [Background plans]). Profile labels and compile_ms_by_backend show
-  /// which tier served. Without asmjit in the build, the first tier is the static kernels.
+  /// replaces it (Note [Background plans]) kernel by kernel where LLVM's code is faster.
+  /// Profile labels, compile_ms_by_backend and first_tier_kept show which tier serves.
+  /// Without asmjit in the build, the first tier is the static kernels.
   bool tiering = false;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
@@ -96,7 +97,8 @@ struct EngineStats {
   double compile_ms = 0;          ///< total JIT compile time (all backends)
   std::map<std::string, double, std::less<>> compile_ms_by_backend;  ///< e.g. {"llvm": 412.5}
   double load_ms = 0;             ///< total time linking kernels from the store
-  uint64_t background_swaps = 0;  ///< background JIT plans swapped in (background_compile)
+  uint64_t background_swaps = 0;  ///< background JIT plans swapped in (background_compile, tiering)
+  uint64_t first_tier_kept = 0;   ///< tiering: kernels where asmjit's code ran faster than LLVM's and stayed
   std::string disk_dir;           ///< the persistent store's folder ("" when off)
   bool disk_enabled = false;      ///< whether the store is in use
 

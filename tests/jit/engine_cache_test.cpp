@@ -315,7 +315,9 @@ TEST_SUITE("jit/tiering") {
       llvm_ran |= p.step.rfind("llvm ", 0) == 0;
     }
     if (s.compile_ms_by_backend.count("asmjit")) CHECK(asmjit_ran);  // asmjit built in
-    CHECK(llvm_ran);
+    // Each kernel of the final plan is LLVM's unless asmjit's ran faster on this shape.
+    CHECK((llvm_ran || s.first_tier_kept == 3));
+    CHECK(s.first_tier_kept <= 3);
   }
 
   TEST_CASE("the asmjit backend runs the BERT layer and the bottleneck like the static kernels") {
