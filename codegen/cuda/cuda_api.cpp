@@ -12,12 +12,15 @@ namespace {
 constexpr int kCudaErrorOutOfMemory = 2;
 
 // dlopen's the first name that loads; *tried lists every attempt with dlerror's reason.
+// The library stays loaded for the life of the process, as driver libraries must: NVRTC and
+// libcuda keep state (atexit handlers, their own runtime's allocations) that unloading them
+// would leave dangling.
 std::shared_ptr<void> open_first(const std::vector<std::string>& names, std::string* path, std::string* tried) {
   for (const std::string& n : names) {
     dlerror();
     if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       *path = n;
-      return std::shared_ptr<void>(h, [](void* p) { dlclose(p); });
+      return std::shared_ptr<void>(h, [](void*) {});  // never dlclose'd (see above)
     }
     const char* e = dlerror();
     *tried += "\n  " + n + ": " + (e ? e : "not found");
