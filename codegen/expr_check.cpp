@@ -84,4 +84,16 @@ bool check_expr(const KernelSpec& spec, const ExprGraph& g, size_t rank, const E
   return true;
 }
 
+bool check_buffer_use(const std::vector<int>& reads, const std::vector<int>& writes, std::string* why) {
+  for (size_t b = 0; b < reads.size(); ++b) {
+    const char* wrong = writes[b] && reads[b] ? " is both read and written"
+                        : writes[b] > 1       ? " is written through two accesses"
+                                              : nullptr;
+    if (!wrong) continue;
+    if (why) *why = "buffer " + std::to_string(b) + wrong;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace fusor

@@ -28,4 +28,10 @@ struct ExprRules {
 bool check_expr(const KernelSpec& spec, const ExprGraph& g, size_t rank, const ExprRules& rules, const std::string& what,
                 std::vector<int>& reads, std::vector<int>& writes, std::string* why);
 
+/// A kernel's outputs never alias its inputs (fusor's arena gives values live at once
+/// disjoint memory) and the emitters rely on it (noalias pointers; a vector step reads all
+/// its inputs before it stores): false, with *why naming the buffer, when a buffer is both
+/// read and written or written through two accesses (counts as check_expr gives them).
+bool check_buffer_use(const std::vector<int>& reads, const std::vector<int>& writes, std::string* why);
+
 }  // namespace fusor

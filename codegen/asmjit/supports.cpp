@@ -15,17 +15,6 @@ bool no(std::string* why, const std::string& reason) {
   return false;
 }
 
-// A kernel's outputs never alias its inputs (fusor's arena gives values live at once
-// disjoint memory); the emitters rely on it: a vector step reads all its inputs before it
-// stores, so a buffer both read and written would see its own stores.
-bool check_buffers(const std::vector<int>& reads, const std::vector<int>& writes, std::string* why) {
-  for (size_t b = 0; b < reads.size(); ++b) {
-    if (writes[b] && reads[b]) return no(why, "buffer " + std::to_string(b) + " is both read and written");
-    if (writes[b] > 1) return no(why, "buffer " + std::to_string(b) + " is written through two accesses");
-  }
-  return true;
-}
-
 }  // namespace
 
 int64_t numel(const std::vector<int64_t>& shape) {
@@ -43,7 +32,7 @@ bool pointwise_supports(const KernelSpec& spec, std::string* why) {
   if (spec.tasks < 1) return no(why, "tasks < 1");
   std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
   if (!check_expr(spec, p.body, p.shape.size(), ExprRules{}, "", reads, writes, why)) return false;
-  return check_buffers(reads, writes, why);
+  return check_buffer_use(reads, writes, why);
 }
 
 bool reduction_supports(const KernelSpec& spec, std::string* why) {
@@ -63,7 +52,7 @@ bool reduction_supports(const KernelSpec& spec, std::string* why) {
   const bool per_element = r.kind == Kind::Softmax || r.kind == Kind::LayerNorm;
   if (!check_expr(spec, r.epilogue, rank, ExprRules{true, per_element, true}, "epilogue: ", reads, writes, why))
     return false;
-  return check_buffers(reads, writes, why);
+  return check_buffer_use(reads, writes, why);
 }
 
 std::optional<int64_t> flat_stride(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
@@ -110,7 +99,7 @@ bool conv_supports(const KernelSpec& spec, std::string* why) {
   for (const StridedAccess& a : c.epilogue.accesses)
     if (!flat_stride({p.oh, p.ow}, {a.strides[2], a.strides[3]}))
       return no(why, "epilogue: an access whose (oh, ow) do not flatten to one stride");
-  return check_buffers(reads, writes, why);
+  return check_buffer_use(reads, writes, why);
 }
 
 }  // namespace
@@ -138,40 +127,7 @@ bool contraction_supports(const KernelSpec& spec, std::string* why) {
   if (sn != 1 && (sn > (int64_t(1) << 24) || sn < -(int64_t(1) << 24)))
     return no(why, "B: a column stride beyond a vector gather's reach");
   if (!check_expr(spec, c.epilogue, rank, ExprRules{true, false, true}, "epilogue: ", reads, writes, why)) return false;
-  return check_buffers(reads, writes, why);
-}
-
-namespace {
-
-constexpr int64_t kScratchCols = 8192;
-
-// Whether reading x costs more than one contiguous load.
-bool costly_prologue(const RowReductionSpec& r) {
-  if (r.prologue.nodes.size() > 1 || r.prologue.nodes[0].op != ScalarOp::Load) return true;
-  const int64_t stride = r.prologue.accesses[size_t(r.prologue.nodes[0].load)].strides.back();
-  return stride != 0 && stride != 1;
-}
-
-}  // namespace
-
-bool reduction_uses_scratch(const KernelSpec& spec) {
-  if (spec.kind != KernelKind::RowReduction || spec.reduction.shape.empty() || spec.reduction.prologue.empty())
-    return false;
-  const RowReductionSpec& r = spec.reduction;
-  if (r.shape.back() > kScratchCols || r.shape.back() == 0) return false;
-  if (r.kind == RowReductionSpec::Kind::Softmax) return true;
-  return r.kind == RowReductionSpec::Kind::LayerNorm && costly_prologue(r);
-}
-
-bool reduction_keeps_x(const KernelSpec& spec) { return reduction_uses_scratch(spec) && costly_prologue(spec.reduction); }
-
-int64_t pointwise_task_elements(const KernelSpec& spec) {
-  constexpr int64_t kChunkAlign = 64;
-  const int64_t total = numel(spec.pointwise.shape);
-  const int64_t tasks = spec.tasks < 1 ? 1 : spec.tasks;
-  const int64_t per = (total + tasks - 1) / tasks;
-  const int64_t aligned = (per + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
-  return aligned < 1 ? 1 : aligned;
+  return check_buffer_use(reads, writes, why);
 }
 
 }  // namespace asmjit_emit

@@ -9,12 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpu_rules.h"
 #include "codegen/expr_check.h"
 #include "codegen/kernel_spec.h"
 
 namespace fusor::asmjit_emit {
 
 // The expression-graph checks are codegen/expr_check.h's (shared by every backend).
+using fusor::check_buffer_use;
 using fusor::check_expr;
 using fusor::ExprRules;
 
@@ -43,18 +45,10 @@ inline constexpr int64_t kConvPanelBytes = 256 * 1024;
 /// lowering sets it; a Conv2d task is one image and group, tasks = n x group).
 inline constexpr int64_t kGemmTaskRows = 64;
 
-/// Whether the row reduction kernel of `spec` keeps a stack scratch row (softmax's
-/// exponentials; layernorm's x when its prologue costs more than one contiguous load),
-/// under the llvm backend's rule (Note [Row scratch] in codegen/llvm/emit_reduction.cpp):
-/// rows of at most 8192 columns. Exposed for tests, which cover both designs.
-bool reduction_uses_scratch(const KernelSpec& spec);
-/// Whether that scratch row keeps x itself (the prologue is read once per row).
-bool reduction_keeps_x(const KernelSpec& spec);
-
-/// The flat elements one pointwise task covers: ceil(total / tasks) rounded up to a
-/// multiple of 64, as the llvm backend splits them (Note [Pointwise tasks] in
-/// codegen/llvm/emit_pointwise.cpp), so both tiers give a task the same elements.
-int64_t pointwise_task_elements(const KernelSpec& spec);
+// The rules both x86 backends share (codegen/cpu_rules.h).
+using fusor::pointwise_task_elements;
+using fusor::reduction_keeps_x;
+using fusor::reduction_uses_scratch;
 
 /// The product of `shape`'s dims.
 int64_t numel(const std::vector<int64_t>& shape);

@@ -76,10 +76,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   if (!check_expr(spec, a.score, r + 2, ExprRules{true, false, false}, "score: ", reads, writes, why)) return false;
   if (!check_expr(spec, a.epilogue, r + 2, ExprRules{true, false, true}, "epilogue: ", reads, writes, why)) return false;
   if (a.epilogue.stores.empty()) return no("an epilogue that stores nothing");
-  for (size_t b = 0; b < spec.buffers.size(); ++b) {
-    if (writes[b] && reads[b]) return no("buffer " + std::to_string(b) + " is both read and written");
-    if (writes[b] > 1) return no("buffer " + std::to_string(b) + " is written through two accesses");
-  }
+  if (!check_buffer_use(reads, writes, why)) return false;
   if (scratch_floats(a, attention_tiling(spec, 16)) * 4 > kScratchBytes)
     return no("keys or head size too large for the stack scratch of a query block");
   return true;

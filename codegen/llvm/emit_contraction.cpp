@@ -185,10 +185,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   const size_t rank = c.kind == ContractionSpec::Kind::Conv2d ? 4 : c.batch.size() + 2;
   if (!check_expr(spec, c.epilogue, rank, ExprRules{true, false, true}, "epilogue: ", reads, writes, why)) return false;
   if (c.epilogue.stores.empty()) return no("an epilogue that stores nothing");
-  for (size_t b = 0; b < spec.buffers.size(); ++b) {
-    if (writes[b] && reads[b]) return no("buffer " + std::to_string(b) + " is both read and written");
-    if (writes[b] > 1) return no("buffer " + std::to_string(b) + " is written through two accesses");
-  }
+  if (!check_buffer_use(reads, writes, why)) return false;
   // Stack scratch for the widest panel (AVX-512: NR <= 64) a kernel packs itself.
   const bool kernel_packs = f->conv ? !f->direct : !(weights_const && f->b_buf == c.b.buffer);
   if (kernel_packs && f->k * 64 * 4 > kScratchBytes) return no("k too long for a stack panel");

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <vector>
 
+#include "codegen/cpu_rules.h"
 #include "codegen/llvm/emit_expr.h"
 #include "ir/error.h"
 
@@ -11,8 +12,9 @@ namespace fusor {
 // Note [Pointwise tasks]
 // The index space [outer..., inner] is walked in row-major order as one flat range of
 // `total` elements; task t covers the flat elements [t*chunk, (t+1)*chunk) clipped to
-// total, with chunk = ceil(total / KernelSpec::tasks) rounded up to a multiple of
-// kChunkAlign (so chunks start on cache lines of a contiguous output). Flat chunks split
+// total, with chunk = pointwise_task_elements (codegen/cpu_rules.h: ceil(total / tasks)
+// rounded up to a multiple of 64, so chunks start on cache lines of a contiguous output; the
+// asmjit backend splits the same way). Flat chunks split
 // a 1-D space of 16M elements over cores as well as a [100000, 3] one, whichever tasks
 // count lowering chose; a task that crosses rows is cut into row segments, each segment
 // getting its accesses' base offsets from its row's outer indices (division by the
@@ -31,7 +33,6 @@ namespace {
 
 using namespace llvm_ir;
 
-constexpr int64_t kChunkAlign = 64;
 
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -52,12 +53,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   if (spec.tasks < 1) return no("tasks < 1");
   std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
   if (!check_expr(spec, p.body, p.shape.size(), ExprRules{}, "", reads, writes, why)) return false;
-  for (size_t b = 0; b < spec.buffers.size(); ++b) {
-    // Note [Pointwise inner loop]: the noalias parameters need this.
-    if (writes[b] && reads[b]) return no("buffer " + std::to_string(b) + " is both read and written");
-    if (writes[b] > 1) return no("buffer " + std::to_string(b) + " is written through two accesses");
-  }
-  return true;
+  return check_buffer_use(reads, writes, why);  // Note [Pointwise inner loop]: noalias needs it
 }
 
 // The internal body function of Note [Pointwise inner loop].
@@ -131,14 +127,6 @@ std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
 }  // namespace
 
 bool pointwise_supports(const KernelSpec& spec, std::string* why) { return check(spec, why); }
-
-int64_t pointwise_task_elements(const KernelSpec& spec) {
-  const int64_t total = numel(spec.pointwise.shape);
-  const int64_t tasks = spec.tasks < 1 ? 1 : spec.tasks;
-  const int64_t per = (total + tasks - 1) / tasks;
-  const int64_t aligned = (per + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
-  return aligned < 1 ? 1 : aligned;
-}
 
 std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol) {
   std::string why;

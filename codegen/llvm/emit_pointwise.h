@@ -21,8 +21,4 @@ bool pointwise_supports(const KernelSpec& spec, std::string* why);
 /// Error(Unsupported) with the reason when pointwise_supports(spec) is false.
 std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol);
 
-/// The number of inner elements one task of `spec` covers (the last task may cover fewer,
-/// tasks past the end none). Exposed for tests and the runtime's cost model.
-int64_t pointwise_task_elements(const KernelSpec& spec);
-
 }  // namespace fusor

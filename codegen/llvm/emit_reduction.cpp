@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "codegen/cpu_rules.h"
 #include "codegen/llvm/emit_expr.h"
 #include "ir/error.h"
 
@@ -49,14 +50,14 @@ namespace fusor {
 // exactly 0 (a one-ulp error in the mean would be amplified 1e6 times).
 //
 // Note [Row scratch]
-// When cols <= kScratchCols (32 KiB of floats: the row stays in L1) and a pass would
+// When cols <= kRowScratchCols (32 KiB of floats: the row stays in L1) and a pass would
 // otherwise recompute something, the kernel keeps a stack scratch row (one alloca per
 // kernel call, reused for its rows). When the prologue costs more than one contiguous load
 // (a scale, a mask, a residual add, a strided gather), the first pass stores each x there and
 // later passes read it; softmax always uses the row for e = exp(x - max), written by its
 // second pass, so the epilogue needs no second exp. A lone contiguous load is not copied
 // (later passes re-read the input: the copy would be a memcpy for nothing). Rows longer
-// than kScratchCols use no stack: every pass re-evaluates the prologue from the inputs
+// than kRowScratchCols use no stack: every pass re-evaluates the prologue from the inputs
 // (re-read from L2/L3) and softmax computes exp twice. Both designs compute the same floats.
 
 namespace {
@@ -64,7 +65,6 @@ namespace {
 using namespace llvm_ir;
 using Kind = RowReductionSpec::Kind;
 
-constexpr int64_t kScratchCols = 8192;
 constexpr int64_t kSumBlock = 256;
 
 int64_t numel(const std::vector<int64_t>& shape) {
@@ -101,24 +101,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   // RowStat is defined per element of softmax / layernorm only (kernel_spec.h).
   const ExprRules epi{true, per_element(r.kind), true};
   if (!check_expr(spec, r.epilogue, rank, epi, "epilogue: ", reads, writes, why)) return false;
-  for (size_t b = 0; b < spec.buffers.size(); ++b) {
-    if (writes[b] && reads[b]) return no("buffer " + std::to_string(b) + " is both read and written");
-    if (writes[b] > 1) return no("buffer " + std::to_string(b) + " is written through two accesses");
-  }
-  return true;
-}
-
-// Whether reading x costs more than one contiguous load (Note [Row scratch]).
-bool costly_prologue(const RowReductionSpec& r) {
-  if (r.prologue.nodes.size() > 1 || r.prologue.nodes[0].op != ScalarOp::Load) return true;
-  const int64_t stride = r.prologue.accesses[size_t(r.prologue.nodes[0].load)].strides.back();
-  return stride != 0 && stride != 1;
-}
-
-bool uses_scratch(const RowReductionSpec& r) {
-  if (r.shape.back() > kScratchCols || r.shape.back() == 0) return false;
-  if (r.kind == Kind::Softmax) return true;
-  return r.kind == Kind::LayerNorm && costly_prologue(r);
+  return check_buffer_use(reads, writes, why);
 }
 
 // One kernel being emitted: the spec, its symbol and the shared signature of the passes.
@@ -127,8 +110,8 @@ struct Emitter {
       : spec(s),
         r(s.reduction),
         symbol(std::move(sym)),
-        scratch(uses_scratch(s.reduction)),
-        keep_x(scratch && costly_prologue(s.reduction)) {}
+        scratch(reduction_uses_scratch(s)),
+        keep_x(reduction_keeps_x(s)) {}
 
   const KernelSpec& spec;
   const RowReductionSpec& r;
@@ -430,10 +413,6 @@ struct Emitter {
 }  // namespace
 
 bool reduction_supports(const KernelSpec& spec, std::string* why) { return check(spec, why); }
-
-bool reduction_uses_scratch(const KernelSpec& spec) {
-  return spec.kind == KernelKind::RowReduction && uses_scratch(spec.reduction);
-}
 
 std::string emit_reduction_ir(const KernelSpec& spec, const std::string& symbol) {
   std::string why;

@@ -25,9 +25,4 @@ bool reduction_supports(const KernelSpec& spec, std::string* why);
 /// Error(Unsupported) with the reason when reduction_supports(spec) is false.
 std::string emit_reduction_ir(const KernelSpec& spec, const std::string& symbol);
 
-/// Whether the kernel of `spec` keeps the row's prologue values (softmax: its exponentials)
-/// in a stack scratch row instead of recomputing them in every pass (Note [Row scratch]).
-/// Exposed for tests, which cover both designs.
-bool reduction_uses_scratch(const KernelSpec& spec);
-
 }  // namespace fusor

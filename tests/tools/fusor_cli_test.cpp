@@ -1,31 +1,18 @@
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
+
+#include "tests/support/run_command.h"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = fusor::test::CommandResult;
 
 // Runs the fusor tool with arguments (shell-quoted by the caller where needed).
-Result fusor(const std::string& args) {
-  std::string cmd = std::string(FUSOR_BINARY_DIR) + "/tools/fusor/fusor " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+Result run_fusor(const std::string& args) {
+  return fusor::test::run_command(std::string(FUSOR_BINARY_DIR) + "/tools/fusor/fusor " + args);
 }
 
 std::string example(const char* name) { return std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name; }
@@ -44,50 +31,50 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 
 TEST_SUITE("tools/fusor") {
   TEST_CASE("help and version") {
-    Result r = fusor("--help");
+    Result r = run_fusor("--help");
     CHECK(r.code == 0);
     CHECK(has(r.out, "run"));
-    r = fusor("run --help");
+    r = run_fusor("run --help");
     CHECK(r.code == 0);
     CHECK(has(r.out, "--dim NAME=SIZE"));
-    CHECK(fusor("--version").code == 0);
-    CHECK(fusor("").code == 2);
+    CHECK(run_fusor("--version").code == 0);
+    CHECK(run_fusor("").code == 2);
   }
 
   TEST_CASE("bad usage exits 2") {
-    CHECK(fusor("frobnicate").code == 2);
-    CHECK(fusor("run").code == 2);
-    Result r = fusor("run " + example("bert_layer") + " --bogus");
+    CHECK(run_fusor("frobnicate").code == 2);
+    CHECK(run_fusor("run").code == 2);
+    Result r = run_fusor("run " + example("bert_layer") + " --bogus");
     CHECK(r.code == 2);
     CHECK(has(r.out, "unknown option --bogus"));
-    r = fusor("run " + example("bert_layer") + " --dim T");
+    r = run_fusor("run " + example("bert_layer") + " --dim T");
     CHECK(r.code == 2);
-    r = fusor("run " + example("bert_layer") + " --dim T=abc");
+    r = run_fusor("run " + example("bert_layer") + " --dim T=abc");
     CHECK(r.code == 2);
-    CHECK(fusor("run " + example("bert_layer") + " --repeat 0").code == 2);
+    CHECK(run_fusor("run " + example("bert_layer") + " --repeat 0").code == 2);
   }
 
   TEST_CASE("bad input exits 3 with the reason") {
-    Result r = fusor("run /nonexistent/graph");
+    Result r = run_fusor("run /nonexistent/graph");
     CHECK(r.code == 3);
     CHECK(has(r.out, "/nonexistent/graph"));
-    r = fusor("run " + example("bert_layer") + " --dim B=1");
+    r = run_fusor("run " + example("bert_layer") + " --dim B=1");
     CHECK(r.code == 3);
     CHECK(has(r.out, "'T'"));
     std::string bad = temp_file("bad_graph", "graph g\ninput x: f32[4]\ny = Relu(x\noutput y\n");
-    r = fusor("run " + bad);
+    r = run_fusor("run " + bad);
     CHECK(r.code == 3);
     CHECK(has(r.out, "ParseError"));
     CHECK(has(r.out, ":3:"));
-    CHECK(fusor("run " + example("bert_layer") + " --dim B=1 --dim T=4 --backend tpu").code == 3);
+    CHECK(run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=4 --backend tpu").code == 3);
   }
 
   TEST_CASE("runs the BERT layer") {
-    Result r = fusor("run " + example("bert_layer") + " --dim B=1 --dim T=8");
+    Result r = run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=8");
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(has(r.out, "f32[1, 8, 768]"));
-    r = fusor("run " + example("bert_layer") + " --dim B=2 --dim T=5 --json --threads 2");
+    r = run_fusor("run " + example("bert_layer") + " --dim B=2 --dim T=5 --json --threads 2");
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(has(r.out, "\"outputs\": [{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [2, 5, 768]"));
@@ -95,8 +82,8 @@ TEST_SUITE("tools/fusor") {
   }
 
   TEST_CASE("runs the BERT layer on the llvm backend with the same checksum") {
-    Result a = fusor("run " + example("bert_layer") + " --dim B=1 --dim T=9 --json --no-fuse");
-    Result b = fusor("run " + example("bert_layer") + " --dim B=1 --dim T=9 --json --backend llvm");
+    Result a = run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=9 --json --no-fuse");
+    Result b = run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=9 --json --backend llvm");
     INFO(a.out << "\n" << b.out);
     CHECK(a.code == 0);
     if (b.code == 4) {  // this build has no LLVM: the tool says so and exits "unavailable"
@@ -109,7 +96,7 @@ TEST_SUITE("tools/fusor") {
   }
 
   TEST_CASE("runs the ResNet bottleneck") {
-    Result r = fusor("run " + example("resnet_bottleneck") + " --dim N=1 --dim H=9 --dim W=7 --repeat 2");
+    Result r = run_fusor("run " + example("resnet_bottleneck") + " --dim N=1 --dim H=9 --dim W=7 --repeat 2");
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(has(r.out, "f32[1, 256, 9, 7]"));
@@ -119,38 +106,38 @@ TEST_SUITE("tools/fusor") {
     auto dir = std::filesystem::temp_directory_path() / "fusor_cli_test" / "saved";
     std::filesystem::remove_all(dir);
     std::string g = temp_file("neg_graph", "graph neg\ninput x: f32[N]\ny = Neg(x)\noutput y\n");
-    Result r = fusor("run " + g + " --dim N=6 --save " + dir.string());
+    Result r = run_fusor("run " + g + " --dim N=6 --save " + dir.string());
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(std::filesystem::exists(dir / "y.npy"));
     // Feed the saved output back as an input: its shape binds N.
-    r = fusor("run " + g + " --input x=" + (dir / "y.npy").string() + " --json");
+    r = run_fusor("run " + g + " --input x=" + (dir / "y.npy").string() + " --json");
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(has(r.out, "\"N\": 6"));
-    r = fusor("run " + g + " --input nope=" + (dir / "y.npy").string());
+    r = run_fusor("run " + g + " --input nope=" + (dir / "y.npy").string());
     CHECK(r.code == 3);
   }
 }
 
 TEST_SUITE("tools/fusor") {
   TEST_CASE("explain reports groups as text and JSON") {
-    Result r = fusor("explain " + example("resnet_bottleneck") + " --dim N=1 --dim H=56 --dim W=56");
+    Result r = run_fusor("explain " + example("resnet_bottleneck") + " --dim N=1 --dim H=56 --dim W=56");
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(has(r.out, "10 unfused -> 3 fused"));
     CHECK(has(r.out, "contraction  conv+add+relu"));
-    r = fusor("explain " + example("bert_layer") + " --dim B=1 --dim T=128 --json");
+    r = run_fusor("explain " + example("bert_layer") + " --dim B=1 --dim T=128 --json");
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(has(r.out, "\"groups\": [{\"kind\": \"contraction\", \"pattern\": \"matmul+add\", \"ops\": ["));
     CHECK(has(r.out, "\"kernels_before\": 30"));
     CHECK(has(r.out, "\"kernels_after\": 7"));
-    r = fusor("explain " + example("bert_layer") + " --dim B=1 --dim T=8 --no-fuse --json");
+    r = run_fusor("explain " + example("bert_layer") + " --dim B=1 --dim T=8 --no-fuse --json");
     CHECK(r.code == 0);
     CHECK(has(r.out, "\"kernels_after\": 22"));  // 30 ops of which 8 are views
-    CHECK(fusor("explain " + example("bert_layer") + " --dim B=1").code == 3);
-    CHECK(fusor("explain").code == 2);
-    CHECK(fusor("explain --help").code == 0);
+    CHECK(run_fusor("explain " + example("bert_layer") + " --dim B=1").code == 3);
+    CHECK(run_fusor("explain").code == 2);
+    CHECK(run_fusor("explain --help").code == 0);
   }
 }

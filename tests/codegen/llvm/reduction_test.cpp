@@ -30,6 +30,7 @@
 #include <map>
 #include <sstream>
 
+#include "codegen/cpu_rules.h"
 #include "codegen/llvm/emit_reduction.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"

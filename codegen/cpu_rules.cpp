@@ -1,0 +1,36 @@
+#include "codegen/cpu_rules.h"
+
+namespace fusor {
+
+namespace {
+
+// Whether reading x costs more than one contiguous load (Note [Row scratch]).
+bool costly_prologue(const RowReductionSpec& r) {
+  if (r.prologue.nodes.size() > 1 || r.prologue.nodes[0].op != ScalarOp::Load) return true;
+  const int64_t stride = r.prologue.accesses[size_t(r.prologue.nodes[0].load)].strides.back();
+  return stride != 0 && stride != 1;
+}
+
+}  // namespace
+
+int64_t pointwise_task_elements(const KernelSpec& spec) {
+  int64_t total = 1;
+  for (int64_t d : spec.pointwise.shape) total *= d;
+  const int64_t tasks = spec.tasks < 1 ? 1 : spec.tasks;
+  const int64_t per = (total + tasks - 1) / tasks;
+  const int64_t aligned = (per + kPointwiseChunkAlign - 1) / kPointwiseChunkAlign * kPointwiseChunkAlign;
+  return aligned < 1 ? 1 : aligned;
+}
+
+bool reduction_uses_scratch(const KernelSpec& spec) {
+  if (spec.kind != KernelKind::RowReduction || spec.reduction.shape.empty() || spec.reduction.prologue.empty())
+    return false;
+  const RowReductionSpec& r = spec.reduction;
+  if (r.shape.back() > kRowScratchCols || r.shape.back() == 0) return false;
+  if (r.kind == RowReductionSpec::Kind::Softmax) return true;
+  return r.kind == RowReductionSpec::Kind::LayerNorm && costly_prologue(r);
+}
+
+bool reduction_keeps_x(const KernelSpec& spec) { return reduction_uses_scratch(spec) && costly_prologue(spec.reduction); }
+
+}  // namespace fusor
