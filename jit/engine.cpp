@@ -109,6 +109,8 @@ struct Plan {
   std::vector<int> uses;              // per value: reads by steps
   std::vector<char> is_output;        // per value
   std::vector<int64_t> arena_offset;  // per value: its place in the run's arena, or -1
+  std::vector<ValueId> placed;        // the values with an arena place
+  std::vector<ValueId> constants;     // the constants of the fused graph
   int64_t arena_bytes = 0;
   uint64_t bytes = 0;                 // what the plan cache charges for it
 };
@@ -141,6 +143,7 @@ void plan_arena(Plan& plan, const Graph& g, const std::vector<TensorType>& types
   plan.arena_bytes = layout_arena(items, &offsets);
   plan.arena_offset.assign(nv, -1);
   for (size_t i = 0; i < placed.size(); ++i) plan.arena_offset[size_t(placed[i])] = offsets[i];
+  plan.placed = std::move(placed);
 }
 
 FusionOptions effective_fusion(const EngineOptions& o) {
@@ -364,7 +367,6 @@ struct Engine::Impl {
     if (!k) {
       k = be.compile(key.spec);
       compiled.fetch_add(1, std::memory_order_relaxed);
-      compile_us.fetch_add(uint64_t(k->compile_us), std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> lk(by_backend_mu);
         compile_us_by_backend[std::string(be.name())] += uint64_t(k->compile_us);
@@ -373,7 +375,7 @@ struct Engine::Impl {
       if (store && be.can_load() && !object.empty() && store->save(key_bytes, std::span(reinterpret_cast<const uint8_t*>(object.data()), object.size())))
         disk_writes.fetch_add(1, std::memory_order_relaxed);
     }
-    return {k, uint64_t(std::max<int64_t>(k->code_bytes, int64_t(k->object.size())) + sizeof(CompiledKernel))};
+    return {k, uint64_t(k->code_bytes) + sizeof(CompiledKernel)};
   }
 
   // Seconds of the best of three runs of step st's kernel on scratch buffers (constants and
@@ -420,10 +422,9 @@ struct Engine::Impl {
     }
   }
 
-  // Note [Interned constants]: fg's constants that g does not hold become shared copies.
-  void intern_constants(const Graph& g, Graph& fg) {
-    std::unordered_set<const void*> users;
-    for (const Constant& c : g.constants()) users.insert(c.data.raw());
+  // Note [Interned constants]: fg's constants that the user's graph does not hold (their
+  // storage not in `users`) become shared copies.
+  void intern_constants(const std::unordered_set<const void*>& users, Graph& fg) {
     for (size_t v = 0; v < fg.values().size(); ++v) {
       const Tensor* c = fg.constant_data(ValueId(v));
       if (!c || users.count(c->raw()) || c->nbytes() < kInternMinBytes) continue;
@@ -450,7 +451,9 @@ struct Engine::Impl {
   std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, JitBackend* be) {
     auto plan = std::make_shared<Plan>();
     plan->fused = fuse(g, input_types);
-    intern_constants(g, plan->fused.graph);
+    std::unordered_set<const void*> users;  // the storage of the user's constants
+    for (const Constant& c : g.constants()) users.insert(c.data.raw());
+    intern_constants(users, plan->fused.graph);
     const FusedGraph& f = plan->fused;
     const Graph& fg = f.graph;
     plan->is_output.assign(fg.values().size(), 0);
@@ -508,13 +511,14 @@ struct Engine::Impl {
     plan_arena(*plan, fg, f.types);
     // The plan's own memory: its arena, and the small constants the passes made that the
     // user's graph does not hold.
-    std::unordered_set<const void*> users;
-    for (size_t v = 0; v < g.values().size(); ++v)
-      if (const Tensor* c = g.constant_data(ValueId(v))) users.insert(c->raw());
     plan->bytes = uint64_t(plan->arena_bytes) + sizeof(Plan);
-    for (size_t v = 0; v < fg.values().size(); ++v)
-      if (const Tensor* c = fg.constant_data(ValueId(v)); c && !users.count(c->raw()) && c->nbytes() < kInternMinBytes)
+    for (size_t v = 0; v < fg.values().size(); ++v) {
+      const Tensor* c = fg.constant_data(ValueId(v));
+      if (!c) continue;
+      plan->constants.push_back(ValueId(v));
+      if (!users.count(c->raw()) && c->nbytes() < kInternMinBytes)
         plan->bytes += uint64_t(c->nbytes());  // larger ones are interned (counted as packed_bytes)
+    }
     return plan;
   }
 
@@ -544,10 +548,10 @@ struct Engine::Impl {
   KeyedCache<PackKey, Tensor, PackKeyHash> packed;
   KeyedCache<InternKey, Tensor, InternKeyHash> interned;
   static constexpr size_t kInternMinBytes = 4096;  // small constants are cheaper to keep per plan
-  std::atomic<uint64_t> compiled{0}, compile_us{0}, disk_hits{0}, disk_writes{0}, load_us{0};
+  std::atomic<uint64_t> compiled{0}, disk_hits{0}, disk_writes{0}, load_us{0};
   std::atomic<uint64_t> first_tier_kept{0};
   std::mutex by_backend_mu;
-  std::map<std::string, uint64_t> compile_us_by_backend;
+  std::map<std::string, uint64_t> compile_us_by_backend;  // compile time per backend
   ArenaPool arenas;
   std::mutex profile_mu;
   std::map<std::string, StepProfile, std::less<>> profile;
@@ -598,10 +602,12 @@ EngineStats Engine::stats() const {
   s.kernel_evictions = k.evictions;
   s.kernel_bytes = k.bytes;
   s.packed_bytes = w.bytes + m.interned.stats().bytes;
-  s.compile_ms = double(m.compile_us.load()) / 1000.0;
   {
     std::lock_guard<std::mutex> lk(impl_->by_backend_mu);
-    for (const auto& [name, us] : m.compile_us_by_backend) s.compile_ms_by_backend[name] = double(us) / 1000.0;
+    for (const auto& [name, us] : m.compile_us_by_backend) {
+      s.compile_ms_by_backend[name] = double(us) / 1000.0;
+      s.compile_ms += double(us) / 1000.0;
+    }
   }
   s.load_ms = double(m.load_us.load()) / 1000.0;
   s.background_swaps = m.background.swaps();
@@ -637,13 +643,12 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
   // by later values once dead), outputs are allocated for the caller.
   ArenaLease arena(impl_->arenas, plan->arena_bytes);
   std::vector<Tensor> values(g.values().size());
-  for (size_t v = 0; v < g.values().size(); ++v)
-    if (plan->arena_offset[v] >= 0)
-      values[v] = Tensor::borrow(arena.base() + plan->arena_offset[v], types[v].dtype, types[v].shape);
+  for (ValueId v : plan->placed)
+    values[size_t(v)] = Tensor::borrow(arena.base() + plan->arena_offset[size_t(v)], types[size_t(v)].dtype,
+                                       types[size_t(v)].shape);
   std::vector<int> uses = plan->uses;
   for (size_t i = 0; i < g.inputs().size(); ++i) values[size_t(g.inputs()[i])] = *feeds[i];
-  for (size_t v = 0; v < g.values().size(); ++v)
-    if (const Tensor* c = g.constant_data(ValueId(v))) values[v] = *c;
+  for (ValueId v : plan->constants) values[size_t(v)] = *g.constant_data(v);
 
   // Caller-supplied outputs are written in place.
   for (ValueId o : g.outputs()) {

@@ -1,6 +1,5 @@
 #include "codegen/llvm/llvm_backend.h"
 
-#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -20,7 +19,6 @@ struct LlvmBackend::Impl {
   std::unique_ptr<LlvmJit> jit;
   int64_t vector_floats = 8;  // floats per vector register: 16 with AVX-512, else 8 (AVX2)
 };
-
 
 LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlvmBackend::~LlvmBackend() = default;
@@ -65,14 +63,17 @@ void adopt(CompiledKernel& kernel, LlvmJit::CompiledFunction function) {
 }  // namespace
 
 // What a kernel needs besides its code, derived from the spec alone (so a kernel loaded from
-// its object gets the same): the task count and the constants it reads packed.
-void LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const {
+// its object gets the same): the task count and the constants it reads packed. Returns the
+// blocking chosen (one line for dumps; empty for kinds without one); *ir, when given, gets
+// the module.
+std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const {
   std::string why;
   if (!llvm_supports(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
   const std::string symbol = kernel_symbol(spec);
   kernel.spec = spec;
   kernel.backend = "llvm";
   kernel.tasks = spec.tasks;
+  std::string tiling;
   switch (spec.kind) {
     case KernelKind::RowReduction:
       if (ir) *ir = emit_reduction_ir(spec, symbol);
@@ -81,6 +82,7 @@ void LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::
       const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats);
       if (ir) *ir = emit_contraction_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
+      tiling = t.str();
       if (t.prepack) {
         const int64_t width = prepack_width(t);
         kernel.prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, width), width});
@@ -91,12 +93,14 @@ void LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::
       const AttentionTiling t = attention_tiling(spec, impl_->vector_floats);
       if (ir) *ir = emit_attention_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
+      tiling = t.str();
       break;
     }
     case KernelKind::Pointwise:
       if (ir) *ir = emit_pointwise_ir(spec, symbol);
       break;
   }
+  return tiling;
 }
 
 std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spec) {
@@ -104,15 +108,14 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spe
   const std::string symbol = kernel_symbol(spec);
   auto kernel = std::make_shared<CompiledKernel>();
   std::string ir;
-  describe(spec, *kernel, &ir);
+  const std::string tiling = describe(spec, *kernel, &ir);
   LlvmJit::CompileOptions jit_options;
   jit_options.dump_dir = impl_->options.dump_dir;
   if (!jit_options.dump_dir.empty()) {
     const std::string path = jit_options.dump_dir + "/" + symbol + ".spec";
     std::ofstream out(path);
     out << spec.str();
-    if (spec.kind == KernelKind::Contraction) out << contraction_tiling(spec, impl_->vector_floats).str() << "\n";
-    if (spec.kind == KernelKind::Attention) out << attention_tiling(spec, impl_->vector_floats).str() << "\n";
+    if (!tiling.empty()) out << tiling << "\n";
     if (!out) fail(ErrorCode::Io, "llvm backend: cannot write the dump '", path, "'");
   }
   adopt(*kernel, impl_->jit->compile(ir, symbol, jit_options));

@@ -57,7 +57,7 @@ class LlvmBackend final : public JitBackend {
   struct Impl;  // defined in the .cpp
 
  private:
-  void describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const;
+  std::string describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const;
   friend std::unique_ptr<LlvmBackend> make_llvm_backend(Options options);
   explicit LlvmBackend(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
