@@ -613,7 +613,13 @@ EngineStats Engine::stats() const {
   s.background_swaps = m.background.swaps();
   s.first_tier_kept = m.first_tier_kept.load();
   s.disk_enabled = m.store != nullptr;
-  if (m.store) s.disk_dir = m.store->dir();
+  if (m.store) {
+    s.disk_dir = m.store->dir();
+    for (const DiskStore::Entry& e : m.store->entries()) {
+      ++s.disk_entries;
+      s.disk_bytes += e.bytes;
+    }
+  }
   return s;
 }
 

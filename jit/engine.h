@@ -100,6 +100,8 @@ struct EngineStats {
   uint64_t background_swaps = 0;  ///< background JIT plans swapped in (background_compile, tiering)
   uint64_t first_tier_kept = 0;   ///< tiering: kernels where asmjit's code ran faster than LLVM's and stayed
   std::string disk_dir;           ///< the persistent store's folder ("" when off)
+  uint64_t disk_entries = 0;      ///< kernels the store holds now (every graph's, every process's)
+  uint64_t disk_bytes = 0;        ///< their size on disk
   bool disk_enabled = false;      ///< whether the store is in use
 
   uint64_t evictions() const { return plan_evictions + kernel_evictions; }

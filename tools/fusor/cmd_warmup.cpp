@@ -23,7 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include "cache/disk_store.h"
 #include "ir/error.h"
 #include "ir/text_format.h"
 #include "jit/engine.h"
@@ -338,24 +337,19 @@ int cmd_warmup(int argc, char** argv) {
   const uint64_t loaded = after.disk_hits - before.disk_hits;
   const uint64_t shared = after.kernel_hits - before.kernel_hits;
   // The store's size as its manifest lists it (every graph's kernels, not only these).
-  DiskStore::Options so;
-  so.dir = after.disk_dir;
-  so.warn = [&](const std::string& m) { progress.warn(m); };
-  DiskStore store = DiskStore::open(so);
-  uint64_t store_bytes = 0;
-  std::vector<DiskStore::Entry> entries = store.entries();
-  for (const DiskStore::Entry& e : entries) store_bytes += e.bytes;
+  const uint64_t store_entries = after.disk_entries, store_bytes = after.disk_bytes;
 
   if (json) {
     std::printf(
         "{\"graph\": %s, \"backend\": %s, \"shapes\": %zu, \"jobs\": %lld, \"threads\": %d, \"seconds\": %s, "
         "\"kernels_compiled\": %llu, \"disk_hits\": %llu, \"kernel_hits\": %llu, \"compile_ms\": %s, "
-        "\"store_dir\": %s, \"store_entries\": %zu, \"store_bytes\": %llu, \"stats\": %s}\n",
+        "\"store_dir\": %s, \"store_entries\": %llu, \"store_bytes\": %llu, \"stats\": %s}\n",
         json_string(graph.name()).c_str(), json_string(std::string(backend_name(options.backend))).c_str(),
         shapes.size(), static_cast<long long>(jobs), options.num_threads, json_number(seconds).c_str(),
         static_cast<unsigned long long>(compiled), static_cast<unsigned long long>(loaded),
         static_cast<unsigned long long>(shared), json_number(after.compile_ms - before.compile_ms).c_str(),
-        json_string(after.disk_dir).c_str(), entries.size(), static_cast<unsigned long long>(store_bytes),
+        json_string(after.disk_dir).c_str(), static_cast<unsigned long long>(store_entries),
+        static_cast<unsigned long long>(store_bytes),
         stats_json(after).c_str());
     return kOk;
   }
@@ -365,8 +359,8 @@ int cmd_warmup(int argc, char** argv) {
   std::printf("  kernels: %llu compiled (%.0f ms of compile time), %llu loaded from the store, %llu shared in memory\n",
               static_cast<unsigned long long>(compiled), after.compile_ms - before.compile_ms,
               static_cast<unsigned long long>(loaded), static_cast<unsigned long long>(shared));
-  std::printf("  store: %s holds %zu kernel%s, %s (%llu bytes)\n", after.disk_dir.c_str(), entries.size(),
-              entries.size() == 1 ? "" : "s", human_bytes(store_bytes).c_str(),
+  std::printf("  store: %s holds %llu kernel%s, %s (%llu bytes)\n", after.disk_dir.c_str(),
+              static_cast<unsigned long long>(store_entries), store_entries == 1 ? "" : "s", human_bytes(store_bytes).c_str(),
               static_cast<unsigned long long>(store_bytes));
   return kOk;
 }
