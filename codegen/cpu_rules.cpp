@@ -1,5 +1,7 @@
 #include "codegen/cpu_rules.h"
 
+#include "codegen/index_math.h"
+
 namespace fusor {
 
 namespace {
@@ -14,8 +16,7 @@ bool costly_prologue(const RowReductionSpec& r) {
 }  // namespace
 
 int64_t pointwise_task_elements(const KernelSpec& spec) {
-  int64_t total = 1;
-  for (int64_t d : spec.pointwise.shape) total *= d;
+  const int64_t total = numel(spec.pointwise.shape);
   const int64_t tasks = spec.tasks < 1 ? 1 : spec.tasks;
   const int64_t per = (total + tasks - 1) / tasks;
   const int64_t aligned = (per + kPointwiseChunkAlign - 1) / kPointwiseChunkAlign * kPointwiseChunkAlign;

@@ -3,21 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "codegen/index_math.h"
 #include "ir/error.h"
 
 namespace fusor {
-
-namespace {
-
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t d : v) p *= d;
-  return p;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
 
 bool b_varies_over_batch(const ContractionSpec& c) {
   if (c.kind != ContractionSpec::Kind::Gemm) return false;
@@ -28,7 +17,7 @@ bool b_varies_over_batch(const ContractionSpec& c) {
 
 int64_t packed_b_batches(const ContractionSpec& c) {
   if (c.kind == ContractionSpec::Kind::Conv2d) return c.conv.group;
-  return b_varies_over_batch(c) ? product(c.batch) : 1;
+  return b_varies_over_batch(c) ? numel(c.batch) : 1;
 }
 
 int64_t reduction_length(const ContractionSpec& c) {

@@ -17,12 +17,6 @@ bool no(std::string* why, const std::string& reason) {
 
 }  // namespace
 
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 bool pointwise_supports(const KernelSpec& spec, std::string* why) {
   if (spec.kind != KernelKind::Pointwise) return no(why, "not a pointwise kernel");
   const PointwiseSpec& p = spec.pointwise;

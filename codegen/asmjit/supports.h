@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/cpu_rules.h"
+#include "codegen/index_math.h"
 #include "codegen/expr_check.h"
 #include "codegen/kernel_spec.h"
 
@@ -50,7 +51,6 @@ using fusor::pointwise_task_elements;
 using fusor::reduction_keeps_x;
 using fusor::reduction_uses_scratch;
 
-/// The product of `shape`'s dims.
-int64_t numel(const std::vector<int64_t>& shape);
+using fusor::numel;  // codegen/index_math.h
 
 }  // namespace fusor::asmjit_emit

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "codegen/index_math.h"
 #include "codegen/llvm/emit_expr.h"
 #include "ir/error.h"
 
@@ -29,14 +30,6 @@ namespace {
 using namespace llvm_ir;
 
 constexpr int64_t kScratchBytes = 1024 * 1024;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t d : v) p *= d;
-  return p;
-}
 
 struct Strides {
   std::vector<int64_t> batch;
@@ -111,7 +104,7 @@ bool attention_supports(const KernelSpec& spec, std::string* why) { return check
 AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats) {
   const AttentionSpec& a = spec.attention;
   AttentionTiling t;
-  t.batches = product(a.batch);
+  t.batches = numel(a.batch);
   t.rows_per_task = std::min<int64_t>(a.tq, 128);
   while (t.batches * ceil_div(a.tq, t.rows_per_task) < 8 && t.rows_per_task > 8) t.rows_per_task = ceil_div(t.rows_per_task, 2);
   t.row_blocks = ceil_div(a.tq, t.rows_per_task);

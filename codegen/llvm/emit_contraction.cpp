@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "codegen/index_math.h"
 #include "codegen/llvm/emit_expr.h"
 #include "codegen/llvm/emit_tile.h"
 #include "codegen/packing.h"
@@ -149,14 +150,6 @@ std::optional<Form> make_form(const KernelSpec& spec, std::string* why) {
   return f;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t d : v) p *= d;
-  return p;
-}
-
 // B panels per batch: NR columns (GEMM) or NR pixels of one output row (conv).
 int64_t panels_for(const Form& f, int64_t nr) { return f.conv ? f.p.oh * ceil_div(f.p.ow, nr) : ceil_div(f.n, nr); }
 
@@ -222,7 +215,7 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   t.mr = shape.mr;
   t.nv = shape.nv;
   t.nr = shape.nr;
-  t.batches = product(f->batch);
+  t.batches = numel(f->batch);
   t.m_tiles = ceil_div(f->m, t.mr);
   t.panels = panels_for(*f, t.nr);
   const bool b_prepacked = t.prepack && !f->conv;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "codegen/cpu_rules.h"
+#include "codegen/index_math.h"
 #include "codegen/llvm/emit_expr.h"
 #include "ir/error.h"
 
@@ -33,12 +34,6 @@ namespace {
 
 using namespace llvm_ir;
 
-
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 bool check(const KernelSpec& spec, std::string* why) {
   auto no = [&](const std::string& reason) {

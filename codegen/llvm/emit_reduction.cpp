@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/cpu_rules.h"
+#include "codegen/index_math.h"
 #include "codegen/llvm/emit_expr.h"
 #include "ir/error.h"
 
@@ -66,12 +67,6 @@ using namespace llvm_ir;
 using Kind = RowReductionSpec::Kind;
 
 constexpr int64_t kSumBlock = 256;
-
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 bool per_element(Kind k) { return k == Kind::Softmax || k == Kind::LayerNorm; }
 
