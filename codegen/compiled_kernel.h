@@ -3,7 +3,8 @@
 // holds kernels and backends only through these. Layer: codegen.
 //
 // A kernel is called as in codegen/kernel_spec.h: fn(buffers, task_begin, task_end) over
-// [0, tasks); its machine code lives as long as the last reference to the kernel.
+// [0, tasks) (a symbolic kernel: [0, tasks_for(extent))); its machine code lives as long as
+// the last reference to the kernel.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,9 @@ struct CompiledKernel {
   Fn fn = nullptr;                  ///< the entry point
   KernelSpec spec;                  ///< what it computes
   int64_t tasks = 1;                ///< the task range to split: [0, tasks)
+  /// A symbolic kernel's task range at outer extent s (Note [Symbolic kernels]):
+  /// [0, tasks_fixed * ceil(s * tasks_scale / tasks_per)).
+  int64_t tasks_fixed = 1, tasks_scale = 1, tasks_per = 1;
   std::vector<Prepack> prepacks;    ///< constants to pass packed
   int64_t compile_us = 0;           ///< wall time of compiling (or linking) it
   std::string backend;              ///< "llvm", "asmjit"
@@ -39,6 +43,11 @@ struct CompiledKernel {
   int64_t code_bytes = 0;           ///< size of its machine code (or object)
   std::shared_ptr<const void> code; ///< owns the machine code behind fn
 
+  /// The task range to split when the run's outer extent is `extent` (symbolic kernels),
+  /// else `tasks`.
+  int64_t tasks_for(int64_t extent) const {
+    return spec.symbolic ? tasks_fixed * ((extent * tasks_scale + tasks_per - 1) / tasks_per) : tasks;
+  }
   /// Runs tasks [task_begin, task_end) on `buffers`.
   void run(void** buffers, int64_t task_begin, int64_t task_end) const { fn(buffers, task_begin, task_end); }
   /// Packs `src` (the constant buffer p.buffer) into `dst` (p.floats floats).

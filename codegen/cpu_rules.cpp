@@ -16,6 +16,7 @@ bool costly_prologue(const RowReductionSpec& r) {
 }  // namespace
 
 int64_t pointwise_task_elements(const KernelSpec& spec) {
+  if (spec.symbolic) return kSymbolicPointwiseTaskElements;
   const int64_t total = numel(spec.pointwise.shape);
   const int64_t tasks = spec.tasks < 1 ? 1 : spec.tasks;
   const int64_t per = (total + tasks - 1) / tasks;

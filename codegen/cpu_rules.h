@@ -17,9 +17,12 @@ inline constexpr int64_t kPointwiseChunkAlign = 64;
 /// Rows up to this many columns (32 KiB of floats: L1) may keep a stack scratch row.
 inline constexpr int64_t kRowScratchCols = 8192;
 
+/// Elements of one task of a symbolic pointwise kernel (its total is known at run time
+/// only): 64 KiB of floats per operand, enough to amortize a task, small enough to balance.
+inline constexpr int64_t kSymbolicPointwiseTaskElements = 16384;
 /// The flat elements one task of a pointwise `spec` covers: ceil(total / tasks) rounded up
 /// to a multiple of kPointwiseChunkAlign (the last task may cover fewer, tasks past the end
-/// none).
+/// none); kSymbolicPointwiseTaskElements for a symbolic spec.
 int64_t pointwise_task_elements(const KernelSpec& spec);
 
 /// Whether the row reduction kernel of `spec` keeps a stack scratch row: softmax (its

@@ -136,9 +136,9 @@ void print_graph(std::ostringstream& os, const char* title, const ExprGraph& g) 
 // Feeds every field that affects the generated code (not names) to h.
 template <class H>
 void feed(H& h, const KernelSpec& spec) {
-  const auto& [kind, name, buffers, tasks, pointwise, reduction, contraction, attention] = spec;
+  const auto& [kind, name, buffers, tasks, symbolic, pointwise, reduction, contraction, attention] = spec;
   (void)name;
-  h.str("KernelSpec-v1").u64(uint64_t(kind)).i64(tasks).u64(buffers.size());
+  h.str("KernelSpec-v1").u64(uint64_t(kind)).i64(tasks).u64(symbolic).u64(buffers.size());
   for (const BufferSpec& b : buffers) h.u64(uint64_t(b.dtype)).i64(b.elements).u64(b.output).u64(b.constant);
   switch (kind) {
     case KernelKind::Pointwise:
@@ -186,7 +186,7 @@ std::string KernelSpec::key_bytes() const {
 }
 
 bool KernelSpec::same_code(const KernelSpec& o) const {
-  if (kind != o.kind || tasks != o.tasks || buffers != o.buffers) return false;
+  if (kind != o.kind || tasks != o.tasks || symbolic != o.symbolic || buffers != o.buffers) return false;
   switch (kind) {
     case KernelKind::Pointwise: return pointwise == o.pointwise;
     case KernelKind::RowReduction: return reduction == o.reduction;
@@ -198,7 +198,11 @@ bool KernelSpec::same_code(const KernelSpec& o) const {
 
 std::string KernelSpec::str() const {
   std::ostringstream os;
-  os << "kernel " << name << " (" << kernel_kind_name(kind) << ", " << tasks << " tasks)\n";
+  os << "kernel " << name << " (" << kernel_kind_name(kind) << ", ";
+  if (symbolic)
+    os << "symbolic outer extent)\n";
+  else
+    os << tasks << " tasks)\n";
   for (size_t i = 0; i < buffers.size(); ++i)
     os << "  buf" << i << ": " << (buffers[i].output ? "out " : "in  ") << dtype_name(buffers[i].dtype) << "["
        << buffers[i].elements << "] " << buffers[i].name << (buffers[i].constant ? " (const)" : "") << "\n";

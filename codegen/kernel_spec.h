@@ -5,7 +5,8 @@
 //
 // A compiled kernel is called as  kernel(void** buffers, int64_t task_begin, int64_t task_end):
 // buffers[i] is the base address of KernelSpec::buffers[i]; the runtime splits
-// [0, KernelSpec::tasks) over the cores.
+// [0, KernelSpec::tasks) over the cores. A symbolic kernel also reads
+// buffers[buffers.size()]: the address of an int64_t, the run's outer extent.
 #pragma once
 
 #include <cstdint>
@@ -138,6 +139,10 @@ struct KernelSpec {
   std::string name;                 ///< for dumps and symbols; not hashed
   std::vector<BufferSpec> buffers;  ///< in call order
   int64_t tasks = 1;                ///< independent units the runtime may split
+  /// The outer extent (pointwise shape[0], row-reduction shape[0], GEMM m) is read at run
+  /// time instead of compiled in (Note [Symbolic kernels], codegen/symbolic.h): the spec
+  /// holds 0 there, in `tasks` and in the elements of buffers whose size depends on it.
+  bool symbolic = false;
   PointwiseSpec pointwise;
   RowReductionSpec reduction;
   ContractionSpec contraction;

@@ -529,7 +529,7 @@ std::optional<KernelSpec> lower_group(const FusedGraph& fused, const FusionGroup
   try {
     return Lowerer(fused, group).run();
   } catch (const NotLowerable& e) {
-    *why = e.why;
+    if (why) *why = e.why;
     return std::nullopt;
   }
 }

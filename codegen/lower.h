@@ -12,7 +12,7 @@
 
 namespace fusor {
 
-/// The spec of group `group` of `fused`, or nullopt with *why set when the group has no
+/// The spec of group `group` of `fused`, or nullopt with *why (if given) set when the group has no
 /// kernel kind yet (opaque ops, views, a shape this lowering does not express): such a
 /// group runs on the static backend.
 std::optional<KernelSpec> lower_group(const FusedGraph& fused, const FusionGroup& group, std::string* why);

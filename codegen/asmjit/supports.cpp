@@ -127,6 +127,10 @@ bool contraction_supports(const KernelSpec& spec, std::string* why) {
 }  // namespace asmjit_emit
 
 bool asmjit_supports(const KernelSpec& spec, std::string* why) {
+  if (spec.symbolic) {
+    if (why) *why = "symbolic kernels (a run-time outer extent) are the llvm backend's";
+    return false;
+  }
   switch (spec.kind) {
     case KernelKind::Pointwise: return asmjit_emit::pointwise_supports(spec, why);
     case KernelKind::RowReduction: return asmjit_emit::reduction_supports(spec, why);

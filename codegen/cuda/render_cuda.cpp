@@ -7,6 +7,10 @@
 namespace fusor {
 
 bool cuda_supports(const KernelSpec& spec, std::string* why) {
+  if (spec.symbolic) {
+    if (why) *why = "symbolic kernels (a run-time outer extent) are the llvm backend's";
+    return false;
+  }
   for (const BufferSpec& b : spec.buffers)
     if (b.elements < 0) {
       if (why) *why = "a buffer with a negative size";

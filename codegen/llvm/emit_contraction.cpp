@@ -83,6 +83,7 @@ std::optional<Form> make_form(const KernelSpec& spec, std::string* why) {
   };
   const ContractionSpec& c = spec.contraction;
   Form f;
+  if (spec.symbolic && c.kind != ContractionSpec::Kind::Gemm) return no("a symbolic convolution (only GEMMs have a symbolic m)");
   if (c.kind == ContractionSpec::Kind::Gemm) {
     const size_t r = c.batch.size();
     if (c.a.strides.size() != r + 2 || c.b.strides.size() != r + 2) return no("operand strides do not match the batch rank");
@@ -167,7 +168,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   }
   std::optional<Form> f = make_form(spec, why);
   if (!f) return false;
-  if (f->m < 1 || f->n < 1 || f->k < 1) return no("an empty dimension (m, n or k is 0)");
+  if ((f->m < 1 && !spec.symbolic) || f->n < 1 || f->k < 1) return no("an empty dimension (m, n or k is 0)");
   for (int64_t d : f->batch)
     if (d < 1) return no("an empty batch dim");
   const bool weights_const = spec.buffers[size_t(c.b.buffer)].constant;
@@ -190,7 +191,12 @@ bool check(const KernelSpec& spec, std::string* why) {
 std::string ContractionTiling::str() const {
   std::ostringstream os;
   os << "tiling: mr=" << mr << " nr=" << nr << " (" << nv << " x " << vl << " floats) tiles=" << m_tiles
-     << " panels=" << panels << " chunks=" << tiles_per_chunk << "x" << panels_per_chunk << " tasks=" << tasks()
+     << " panels=" << panels << " chunks=" << tiles_per_chunk << "x" << panels_per_chunk;
+  if (symbolic)
+    os << " tasks=" << batches * n_chunks << "*ceil(m/" << mr * tiles_per_chunk << ") symbolic m";
+  else
+    os << " tasks=" << tasks();
+  os
      << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "")
      << (conv_rows ? (direct ? " conv-direct" : " conv-packed") : "");
   return os.str();
@@ -210,16 +216,19 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   // The spec's B (GEMM B, conv weights) is packed by the runtime when constant; a 1x1 conv's
   // weights are read in place.
   t.prepack = spec.buffers[size_t(c.b.buffer)].constant && (f->conv || f->b_buf == c.b.buffer);
+  // Symbolic: tile and split for a typical m; the kernel counts the run's tiles.
+  t.symbolic = spec.symbolic;
+  const int64_t m = spec.symbolic ? kSymbolicTypicalM : f->m;
   TileShape shape;
-  choose_tile(vector_floats, f->m, [&](int64_t nr) { return panels_for(*f, nr); }, &shape);
+  choose_tile(vector_floats, m, [&](int64_t nr) { return panels_for(*f, nr); }, &shape);
   t.mr = shape.mr;
   t.nv = shape.nv;
   t.nr = shape.nr;
   t.batches = numel(f->batch);
-  t.m_tiles = ceil_div(f->m, t.mr);
+  t.m_tiles = ceil_div(m, t.mr);
   t.panels = panels_for(*f, t.nr);
   const bool b_prepacked = t.prepack && !f->conv;
-  t.panel_outer = f->conv || !b_prepacked || f->n >= f->m;
+  t.panel_outer = f->conv || !b_prepacked || f->n >= m;
   if (t.panel_outer) {
     t.panels_per_chunk = std::min(t.panels, std::max<int64_t>(1, (f->conv ? 1024 : 256) / t.nr));
     t.tiles_per_chunk = t.m_tiles;
@@ -288,17 +297,27 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   e.line("%tile = alloca float, i64 " + i64(mr * nr) + ", align 64");
   const bool kernel_packs_b = f.conv ? !f.direct : !(t.prepack);
   if (kernel_packs_b) e.line("%bpack = alloca float, i64 " + i64(kk * nr) + ", align 64");
+  // The run's m and its tile and chunk counts: compiled in, or from the run-time extent.
+  std::string m_s = i64(f.m), m_last = i64(f.m - 1), m_tiles = i64(t.m_tiles), m_chunks = i64(t.m_chunks);
+  if (t.symbolic) {
+    m_s = load_symbolic_extent(e, spec.buffers.size());
+    m_last = e.op("sub i64 " + m_s + ", 1");
+    m_tiles = e.op("udiv i64 " + e.op("add i64 " + m_s + ", " + i64(mr - 1)) + ", " + i64(mr));
+    m_chunks = e.op("udiv i64 " + e.op("add i64 " + m_tiles + ", " + i64(t.tiles_per_chunk - 1)) + ", " +
+                    i64(t.tiles_per_chunk));
+  }
   std::string any = e.op("icmp slt i64 %task_begin, %task_end");
   e.line("br i1 " + any + ", label %task, label %done");
   os << "define void @" << symbol << "(ptr %buffers, i64 %task_begin, i64 %task_end) #0 {\nentry:\n" << e.text();
 
   // Task: (batch, column chunk, row chunk).
   IrText tk("t");
-  const int64_t per_batch = t.n_chunks * t.m_chunks;
-  std::string bflat = tk.op("udiv i64 %t, " + i64(per_batch));
-  std::string rem = tk.op("urem i64 %t, " + i64(per_batch));
-  std::string nc = tk.op("udiv i64 " + rem + ", " + i64(t.m_chunks));
-  std::string mc = tk.op("urem i64 " + rem + ", " + i64(t.m_chunks));
+  const std::string per_batch = t.symbolic ? tk.op("mul i64 " + m_chunks + ", " + i64(t.n_chunks))
+                                           : i64(t.n_chunks * t.m_chunks);
+  std::string bflat = tk.op("udiv i64 %t, " + per_batch);
+  std::string rem = tk.op("urem i64 %t, " + per_batch);
+  std::string nc = tk.op("udiv i64 " + rem + ", " + m_chunks);
+  std::string mc = tk.op("urem i64 " + rem + ", " + m_chunks);
   std::vector<std::string> bidx = split_index(tk, bflat, f.batch);
   auto batch_ptr = [&](const std::string& type, const std::string& b, int64_t offset, const std::vector<int64_t>& strides) {
     std::string off = i64(offset);
@@ -324,15 +343,15 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     const StridedAccess& a = epi.accesses[x];
     e_b.push_back(batch_ptr(access_type(a), base[size_t(a.buffer)], a.offset, f.epi[x].batch));
   }
-  auto range = [&](const std::string& chunk, int64_t per, int64_t total, std::string* lo, std::string* hi) {
+  auto range = [&](const std::string& chunk, int64_t per, const std::string& total, std::string* lo, std::string* hi) {
     *lo = tk.op("mul i64 " + chunk + ", " + i64(per));
     std::string h = tk.op("add i64 " + *lo + ", " + i64(per));
-    std::string over = tk.op("icmp sgt i64 " + h + ", " + i64(total));
-    *hi = tk.op("select i1 " + over + ", i64 " + i64(total) + ", i64 " + h);
+    std::string over = tk.op("icmp sgt i64 " + h + ", " + total);
+    *hi = tk.op("select i1 " + over + ", i64 " + total + ", i64 " + h);
   };
   std::string p_lo, p_hi, m_lo, m_hi;
-  range(nc, t.panels_per_chunk, t.panels, &p_lo, &p_hi);
-  range(mc, t.tiles_per_chunk, t.m_tiles, &m_lo, &m_hi);
+  range(nc, t.panels_per_chunk, i64(t.panels), &p_lo, &p_hi);
+  range(mc, t.tiles_per_chunk, m_tiles, &m_lo, &m_hi);
   const std::string& o_lo = t.panel_outer ? p_lo : m_lo;
   const std::string& o_hi = t.panel_outer ? p_hi : m_hi;
   const std::string& i_lo = t.panel_outer ? m_lo : p_lo;
@@ -389,7 +408,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   auto tile_setup = [&](IrText& ir, const std::string& tv) {
     Tile tl;
     tl.row0 = ir.op("mul i64 " + tv + ", " + i64(mr));
-    std::string left = ir.op("sub i64 " + i64(f.m) + ", " + tl.row0);
+    std::string left = ir.op("sub i64 " + m_s + ", " + tl.row0);
     std::string tall = ir.op("icmp sgt i64 " + left + ", " + i64(mr));
     tl.rows = ir.op("select i1 " + tall + ", i64 " + i64(mr) + ", i64 " + left);
     if (f.conv) {
@@ -400,9 +419,9 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     }
     for (int64_t i = 0; i < mr; ++i) {
       // Rows past the edge re-read the last row (their results are not stored).
-      std::string r = ir.op("add i64 " + tl.row0 + ", " + i64(std::min(i, f.m - 1)));
-      std::string past = ir.op("icmp sgt i64 " + r + ", " + i64(f.m - 1));
-      std::string rc = ir.op("select i1 " + past + ", i64 " + i64(f.m - 1) + ", i64 " + r);
+      std::string r = ir.op("add i64 " + tl.row0 + ", " + i64(t.symbolic ? i : std::min(i, f.m - 1)));
+      std::string past = ir.op("icmp sgt i64 " + r + ", " + m_last);
+      std::string rc = ir.op("select i1 " + past + ", i64 " + m_last + ", i64 " + r);
       std::string off = ir.op("mul i64 " + rc + ", " + i64(f.a_row));
       tl.a.push_back(ir.op("getelementptr float, ptr " + a_b + ", i64 " + off));
     }

@@ -29,11 +29,17 @@ struct ContractionTiling {
   int64_t tiles_per_chunk = 0;  ///< tiles of one task
   int64_t panels_per_chunk = 0; ///< panels of one task
   int64_t m_chunks = 0, n_chunks = 0;
+  bool symbolic = false;        ///< m is read at run time: m_tiles and m_chunks are those of
+                                ///< kSymbolicTypicalM, the kernel computes the run's
   /// Tasks of the kernel: batches x n_chunks x m_chunks.
   int64_t tasks() const { return batches * n_chunks * m_chunks; }
   /// One line for dumps: "tiling: mr=8 nr=48 (3 x 16 floats) tiles=16 panels=64 ...".
   std::string str() const;
 };
+
+/// The m a symbolic GEMM's tile and task split are chosen for (Note [Symbolic kernels]):
+/// a sequence of 128 tokens, the middle of BERT's usual range.
+inline constexpr int64_t kSymbolicTypicalM = 128;
 
 /// Whether emit_contraction_ir takes `spec`; when not, *why (if given) says why: a kind
 /// other than Contraction, dtypes other than f32 (bool only as a Where condition in the

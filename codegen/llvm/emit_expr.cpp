@@ -265,6 +265,12 @@ std::vector<std::string> load_buffer_bases(IrText& ir, size_t count) {
   return base;
 }
 
+std::string load_symbolic_extent(IrText& ir, size_t count) {
+  std::string slot = ir.op("getelementptr inbounds ptr, ptr %buffers, i64 " + std::to_string(count));
+  std::string at = ir.op("load ptr, ptr " + slot + ", align 8");
+  return ir.op("load i64, ptr " + at + ", align 8");
+}
+
 std::vector<std::string> split_index(IrText& ir, const std::string& flat, const std::vector<int64_t>& dims) {
   std::vector<std::string> idx(dims.size(), "0");
   std::string rest = flat;

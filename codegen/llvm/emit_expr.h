@@ -83,6 +83,10 @@ void emit_stores(const ExprGraph& g, const ExprEnv& env, const std::vector<std::
 /// Loads buffers[0 .. count) of the kernel ABI's `%buffers` argument.
 std::vector<std::string> load_buffer_bases(IrText& ir, size_t count);
 
+/// A symbolic kernel's outer extent (Note [Symbolic kernels]): the i64 that
+/// buffers[count] points to, count = spec.buffers.size().
+std::string load_symbolic_extent(IrText& ir, size_t count);
+
 /// The row-major indices of `flat` over `dims` (the first index needs no remainder).
 std::vector<std::string> split_index(IrText& ir, const std::string& flat, const std::vector<int64_t>& dims);
 

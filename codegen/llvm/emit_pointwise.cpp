@@ -45,7 +45,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   if (p.shape.empty()) return no("an empty index space (rank 0)");
   for (int64_t d : p.shape)
     if (d < 0) return no("a negative dim in the index space");
-  if (spec.tasks < 1) return no("tasks < 1");
+  if (!spec.symbolic && spec.tasks < 1) return no("tasks < 1");
   std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
   if (!check_expr(spec, p.body, p.shape.size(), ExprRules{}, "", reads, writes, why)) return false;
   return check_buffer_use(reads, writes, why);  // Note [Pointwise inner loop]: noalias needs it
@@ -74,20 +74,26 @@ std::string emit_body(const KernelSpec& spec, const std::string& symbol) {
 std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
   const PointwiseSpec& p = spec.pointwise;
   const ExprGraph& g = p.body;
-  const int64_t total = numel(p.shape), inner = p.shape.back(), chunk = pointwise_task_elements(spec);
+  // A symbolic space [S, rest...] has S * numel(rest) elements (Note [Symbolic kernels]).
+  const int64_t inner = p.shape.back(), chunk = pointwise_task_elements(spec);
+  const int64_t per_outer = numel(std::vector<int64_t>(p.shape.begin() + 1, p.shape.end()));
   const size_t rank = p.shape.size();
   IrText ir("w");
   std::ostringstream os;
   os << "define void @" << symbol << "(ptr %buffers, i64 %task_begin, i64 %task_end) #0 {\nentry:\n";
-  if (total == 0 || g.stores.empty()) {
+  if ((!spec.symbolic && numel(p.shape) == 0) || per_outer == 0 || g.stores.empty()) {
     os << "  ret void\n}\n";
     return os.str();
   }
   const std::vector<std::string> base = load_buffer_bases(ir, spec.buffers.size());
+  const std::string total = spec.symbolic
+                                ? ir.op("mul nsw i64 " + load_symbolic_extent(ir, spec.buffers.size()) + ", " +
+                                        std::to_string(per_outer))
+                                : std::to_string(numel(p.shape));
   auto clip = [&](const std::string& task) {
     std::string e = ir.op("mul i64 " + task + ", " + std::to_string(chunk));
-    std::string c = ir.op("icmp slt i64 " + e + ", " + std::to_string(total));
-    return ir.op("select i1 " + c + ", i64 " + e + ", i64 " + std::to_string(total));
+    std::string c = ir.op("icmp slt i64 " + e + ", " + total);
+    return ir.op("select i1 " + c + ", i64 " + e + ", i64 " + total);
   };
   std::string begin = clip("%task_begin"), end = clip("%task_end");
   std::string any = ir.op("icmp slt i64 " + begin + ", " + end);
@@ -101,7 +107,9 @@ std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
     row = seg.op("udiv i64 %pos, " + std::to_string(inner));
     col = seg.op("urem i64 %pos, " + std::to_string(inner));
   }
-  std::string left = seg.op("sub i64 " + std::to_string(inner) + ", " + col);
+  // A rank-1 space is one row: its inner extent is the total (at run time when symbolic).
+  const std::string inner_s = rank > 1 ? std::to_string(inner) : total;
+  std::string left = seg.op("sub i64 " + inner_s + ", " + col);
   std::string avail = seg.op("sub i64 " + end + ", %pos");
   std::string shorter = seg.op("icmp slt i64 " + left + ", " + avail);
   std::string len = seg.op("select i1 " + shorter + ", i64 " + left + ", i64 " + avail);

@@ -87,7 +87,8 @@ bool check(const KernelSpec& spec, std::string* why) {
   if (r.shape.empty()) return no("an empty row space (rank 0)");
   for (int64_t d : r.shape)
     if (d < 0) return no("a negative dim in the row space");
-  if (spec.tasks < 1) return no("tasks < 1");
+  if (!spec.symbolic && spec.tasks < 1) return no("tasks < 1");
+  if (spec.symbolic && r.shape.size() < 2) return no("a symbolic row space of rank < 2 (its extent is the rows)");
   if (r.prologue.empty()) return no("a prologue without a value");
   if (r.prologue.nodes.back().dtype != DType::F32) return no("a prologue whose value is not f32");
   std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
@@ -366,17 +367,22 @@ struct Emitter {
     os << "define void @" << symbol << "(ptr %buffers, i64 %task_begin, i64 %task_end) #0 {\n";
     w.label("entry");
     const std::vector<int64_t> outer(r.shape.begin(), r.shape.end() - 1);
-    const int64_t rows = numel(outer);
-    if (rows == 0 || r.epilogue.stores.empty() || (per_element(r.kind) && r.shape.back() == 0)) {
+    // Symbolic: shape[0] is the run-time extent S, so rows = S * the other row dims.
+    const int64_t per_outer = numel(std::vector<int64_t>(outer.begin() + 1, outer.end()));
+    if ((!spec.symbolic && numel(outer) == 0) || per_outer == 0 || r.epilogue.stores.empty() ||
+        (per_element(r.kind) && r.shape.back() == 0)) {
       w.line("ret void");
       os << w.text() << "}\n";
       return os.str();
     }
     const std::vector<std::string> base = load_buffer_bases(w, spec.buffers.size());
+    const std::string rows = spec.symbolic ? w.op("mul nsw i64 " + load_symbolic_extent(w, spec.buffers.size()) + ", " +
+                                                  std::to_string(per_outer))
+                                           : std::to_string(numel(outer));
     std::string scratch_row;
     if (scratch) scratch_row = w.op("alloca float, i64 " + std::to_string(r.shape.back()) + ", align 64");
-    std::string shorter = w.op("icmp slt i64 %task_end, " + std::to_string(rows));
-    std::string end = w.op("select i1 " + shorter + ", i64 %task_end, i64 " + std::to_string(rows));
+    std::string shorter = w.op("icmp slt i64 %task_end, " + rows);
+    std::string end = w.op("select i1 " + shorter + ", i64 %task_end, i64 " + rows);
     std::string any = w.op("icmp slt i64 %task_begin, " + end);
     w.line("br i1 " + any + ", label %row, label %done");
     w.label("row");

@@ -9,6 +9,8 @@
 #include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/emit_pointwise.h"
 #include "codegen/llvm/emit_reduction.h"
+#include "codegen/cpu_rules.h"
+#include "codegen/index_math.h"
 #include "codegen/packing.h"
 #include "ir/error.h"
 
@@ -24,6 +26,10 @@ LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlvmBackend::~LlvmBackend() = default;
 
 bool llvm_supports(const KernelSpec& spec, std::string* why) {
+  if (spec.symbolic && spec.kind == KernelKind::Attention) {
+    if (why) *why = "a symbolic attention kernel (its extents stay exact)";
+    return false;
+  }
   switch (spec.kind) {
     case KernelKind::Pointwise: return pointwise_supports(spec, why);
     case KernelKind::RowReduction: return reduction_supports(spec, why);
@@ -77,11 +83,19 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
   switch (spec.kind) {
     case KernelKind::RowReduction:
       if (ir) *ir = emit_reduction_ir(spec, symbol);
+      if (spec.symbolic) {  // one task per row: S * the other row dims
+        const std::vector<int64_t>& shape = spec.reduction.shape;
+        kernel.tasks_scale = numel(std::vector<int64_t>(shape.begin() + 1, shape.end() - 1));
+      }
       break;
     case KernelKind::Contraction: {
       const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats);
       if (ir) *ir = emit_contraction_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
+      if (t.symbolic) {
+        kernel.tasks_fixed = t.batches * t.n_chunks;
+        kernel.tasks_per = t.mr * t.tiles_per_chunk;
+      }
       tiling = t.str();
       if (t.prepack) {
         const int64_t width = prepack_width(t);
@@ -98,6 +112,11 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
     }
     case KernelKind::Pointwise:
       if (ir) *ir = emit_pointwise_ir(spec, symbol);
+      if (spec.symbolic) {  // pointwise_task_elements() of the S * numel(rest) elements
+        const std::vector<int64_t>& shape = spec.pointwise.shape;
+        kernel.tasks_scale = numel(std::vector<int64_t>(shape.begin() + 1, shape.end()));
+        kernel.tasks_per = pointwise_task_elements(spec);
+      }
       break;
   }
   return tiling;

@@ -11,7 +11,8 @@
 namespace fusor::test {
 
 KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const FusedGraph& f,
-                      const std::vector<Tensor>& values, bool interpret) {
+                      const std::vector<Tensor>& values, bool interpret, int64_t extent) {
+  REQUIRE_MESSAGE(k.spec.symbolic == (extent >= 0), "an extent is given exactly for symbolic kernels");
   KernelRuns r;
   for (const BufferSpec& b : spec.buffers) {
     ValueId v = f.graph.find_value(b.name);
@@ -42,8 +43,13 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
     k.pack(p, r.serial[size_t(p.buffer)].data<float>(), packed.back().data<float>());
     ps[size_t(p.buffer)] = pp[size_t(p.buffer)] = packed.back().raw();
   }
-  k.run(ps.data(), 0, k.tasks);
-  pool().parallel_for(k.tasks, 1, [&](int64_t b, int64_t e) { k.run(pp.data(), b, e); });
+  if (k.spec.symbolic) {  // Note [Symbolic kernels]: the extent follows the buffers
+    ps.push_back(&extent);
+    pp.push_back(&extent);
+  }
+  const int64_t tasks = k.tasks_for(extent);
+  k.run(ps.data(), 0, tasks);
+  pool().parallel_for(tasks, 1, [&](int64_t b, int64_t e) { k.run(pp.data(), b, e); });
   if (interpret) test::interpret(spec, r.interp);
   return r;
 }

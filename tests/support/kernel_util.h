@@ -24,8 +24,10 @@ struct KernelRuns {
   std::vector<Tensor> serial, pooled, interp;  ///< one per spec buffer (inputs shared)
   std::vector<ValueId> outs;                   ///< the output buffers' values, in order
 };
+/// A symbolic kernel (k.spec.symbolic) runs `spec` (the exact spec it stands for) at outer
+/// extent `extent`.
 KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const FusedGraph& f,
-                      const std::vector<Tensor>& values, bool interpret);
+                      const std::vector<Tensor>& values, bool interpret, int64_t extent = -1);
 
 /// Tolerances of a backend's kernel, per element |got - want| <= rel * |want| + abs.
 struct Tol {
