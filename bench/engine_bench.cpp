@@ -16,14 +16,12 @@
 namespace fusor::bench {
 namespace {
 
-// Runs one prepared graph; counters from the case's work.
-void run_case(benchmark::State& state, const BenchCase& c, BackendKind backend, int threads) {
+// Runs one prepared graph on an engine made with `options`; counters from the case's work.
+void run_with(benchmark::State& state, const BenchCase& c, const EngineOptions& options) {
   Graph g;
   TensorMap inputs;
   c.make(&g, &inputs);
-  // The static backend is measured unfused: it is the baseline of precompiled per-op
-  // kernels that the JIT backends are compared with.
-  Engine engine(EngineOptions{.backend = backend, .num_threads = threads, .fuse = backend != BackendKind::Static, .disk_cache = false});
+  Engine engine(options);
   TensorMap outputs = engine.run(g, inputs);  // warm-up (builds the plan); outputs reused below
   for (auto _ : state) {
     engine.run(g, inputs, outputs);
@@ -31,6 +29,25 @@ void run_case(benchmark::State& state, const BenchCase& c, BackendKind backend, 
   }
   if (c.flops > 0) state.counters["GFLOPS"] = benchmark::Counter(c.flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GBps"] = benchmark::Counter(c.bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// One case on one backend. The static backend is measured unfused: it is the baseline of
+// precompiled per-op kernels that the JIT backends are compared with.
+void run_case(benchmark::State& state, const BenchCase& c, BackendKind backend, int threads) {
+  run_with(state, c, EngineOptions{.backend = backend, .num_threads = threads, .fuse = backend != BackendKind::Static,
+                                   .disk_cache = false});
+}
+
+// Symbolic vs exact kernels (Note [Symbolic kernels]) on a BERT-layer case: the llvm engine
+// with its exact kernels, or kept on the symbolic ones (symbolic_dim T, specialize off:
+// GEMMs and LayerNorms symbolic, attention on the static kernels).
+void symbolic_case(benchmark::State& state, const BenchCase& c, bool symbolic) {
+  EngineOptions o{.backend = BackendKind::Llvm, .num_threads = 1, .disk_cache = false};
+  if (symbolic) {
+    o.symbolic_dim = "T";
+    o.specialize = false;
+  }
+  run_with(state, c, o);
 }
 
 // Raw static-kernel throughput: one op per graph.
@@ -113,7 +130,9 @@ void dispatch_cache_hit(benchmark::State& state) {
 // store) and one run, by how the engine serves it: the static kernels, the llvm backend
 // (compiling every kernel before the run), llvm with background_compile (the run on the
 // static kernels while LLVM compiles behind it), or llvm with tiering (the run on asmjit
-// kernels compiled in microseconds, LLVM behind it).
+// kernels compiled in microseconds, LLVM behind it), or llvm with symbolic_dim T on an
+// engine that has served another length (seq 64, untimed): the run on the symbolic kernels
+// compiled then, exact kernels behind it.
 void first_request(benchmark::State& state, const char* mode) {
   Graph g;
   TensorMap inputs;
@@ -125,7 +144,18 @@ void first_request(benchmark::State& state, const char* mode) {
                     .disk_cache = false};
     o.background_compile = m == "llvm_background";
     o.tiering = m == "llvm_tiering";
+    if (m == "llvm_symbolic") o.symbolic_dim = "T";
     auto engine = std::make_unique<Engine>(o);
+    if (m == "llvm_symbolic") {  // the symbolic kernels exist (from another size), 128 is new
+      state.PauseTiming();
+      Graph g64;
+      TensorMap in64;
+      for (const BenchCase& c : bench_cases())
+        if (c.name == "bert_layer_seq64") c.make(&g64, &in64);
+      engine->run(g64, in64);
+      engine->drain();
+      state.ResumeTiming();
+    }
     benchmark::DoNotOptimize(engine->run(g, inputs));
     state.PauseTiming();  // the engine's teardown (joining the background compile) is not the request
     engine.reset();
@@ -167,9 +197,16 @@ int register_all() {
           ->Unit(benchmark::kMillisecond);
   }
   if (backends.size() > 1 && backends[1] == BackendKind::Llvm)
-    for (const char* mode : {"static", "llvm", "llvm_background", "llvm_tiering"})
+    for (const char* mode : {"static", "llvm", "llvm_background", "llvm_tiering", "llvm_symbolic"})
       benchmark::RegisterBenchmark((std::string("first_request/bert_layer_seq128/") + mode).c_str(), first_request, mode)
           ->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+  if (backends.size() > 1 && backends[1] == BackendKind::Llvm)
+    for (const BenchCase& c : bench_cases())
+      if (c.name.rfind("bert_layer_seq", 0) == 0)
+        for (bool symbolic : {false, true})
+          benchmark::RegisterBenchmark(("symbolic/" + c.name + (symbolic ? "/symbolic" : "/exact") + "/t1").c_str(),
+                                       symbolic_case, c, symbolic)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
   for (const BenchCase& c : bench_cases())
     for (BackendKind backend : backends)
       for (int t : {1, 2})

@@ -19,6 +19,7 @@
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
 #include "codegen/packing.h"
+#include "codegen/symbolic.h"
 #include "codegen/static/static_backend.h"
 #include "ir/hash.h"
 #include "ir/passes/explain.h"
@@ -47,7 +48,7 @@ BackendKind parse_backend(std::string_view name) {
 
 uint64_t EngineOptions::hash() const {
   Hasher h;
-  h.str("EngineOptions-v1").u64(uint64_t(backend)).u64(fuse).u64(fuse ? fusion.hash() : 0);
+  h.str("EngineOptions-v1").u64(uint64_t(backend)).u64(fuse).u64(fuse ? fusion.hash() : 0).str(symbolic_dim).u64(specialize);
   return h.digest();
 }
 
@@ -95,6 +96,8 @@ struct Step {
   NodeId node = -1;                               // static step: the node
   bool alias = false;                             // static step: a reshape sharing its input's buffer
   std::shared_ptr<const CompiledKernel> kernel;   // JIT step
+  int64_t tasks = 1;                              // JIT step: its task range [0, tasks)
+  int64_t extent = -1;                            // JIT step of a symbolic kernel: the run's outer extent
   std::vector<ValueId> buffers;                   // JIT step: one value per KernelSpec::buffers entry
   std::vector<std::pair<size_t, std::shared_ptr<const Tensor>>> packed;  // JIT step: constants passed packed
   std::vector<ValueId> reads, writes;             // what the step touches (for liveness)
@@ -184,6 +187,13 @@ std::vector<TensorType> bind_inputs(const Graph& g, const TensorMap& inputs, std
   }
   return types;
 }
+
+// The exact specs of a graph's groups at a reference size of EngineOptions::symbolic_dim,
+// by group index (nullopt: a group with no kernel kind), which the plans of other sizes are
+// symbolized against (Note [Symbolic kernels]). One per (graph, other dims).
+struct ReferenceSpecs {
+  std::vector<std::optional<KernelSpec>> specs;
+};
 
 // Note [Background plans]
 // ~~~~~~~~~~~~~~~~~~~~~~~
@@ -342,8 +352,66 @@ struct Engine::Impl {
     std::optional<KernelSpec> lowered = lower_group(f, grp, &why);
     if (!lowered || !be.supports(*lowered, &why)) return nullptr;
     *spec = *lowered;
-    KernelKey key{std::move(*lowered), std::string(be.name()), be.target_description(), be.compiler_version()};
+    return cached_kernel(be, std::move(*lowered));
+  }
+
+  // The kernel of `spec` on `be`: from memory, the persistent store, or compiled.
+  std::shared_ptr<const CompiledKernel> cached_kernel(JitBackend& be, KernelSpec spec) {
+    KernelKey key{std::move(spec), std::string(be.name()), be.target_description(), be.compiler_version()};
     return kernels.get_or_build(key, [&] { return kernel(be, key); });
+  }
+
+  // Group i's kernel in the first plan of a size of symbolic_dim (Note [Symbolic kernels]):
+  // jit's symbolic kernel when the group has a symbolic form, jit's exact kernel when the
+  // group does not depend on the dim (the same for every size), else `fallback`'s (the
+  // first tier) or none (static). *spec gets the group's exact spec; *extent the run's
+  // outer extent for a symbolic kernel.
+  std::shared_ptr<const CompiledKernel> first_kernel_for(const FusedGraph& f, size_t i, const ReferenceSpecs& ref,
+                                                         JitBackend* fallback, KernelSpec* spec, int64_t* extent) {
+    const FusionGroup& grp = f.groups[i];
+    if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return nullptr;
+    if (ref.specs.size() == f.groups.size() && ref.specs[i]) {
+      std::optional<KernelSpec> lowered = lower_group(f, grp, nullptr);
+      if (!lowered) return nullptr;
+      const KernelSpec& other = *ref.specs[i];
+      if (lowered->same_code(other) && jit->supports(*lowered, nullptr)) {
+        *spec = *lowered;
+        return cached_kernel(*jit, std::move(*lowered));
+      }
+      std::optional<SymbolicSpec> sym = symbolize(*lowered, other, nullptr);
+      if (sym && jit->supports(sym->spec, nullptr)) {
+        *spec = std::move(*lowered);
+        *extent = sym->extent;
+        return cached_kernel(*jit, std::move(sym->spec));
+      }
+    }
+    return fallback ? kernel_for(*fallback, f, grp, spec) : nullptr;
+  }
+
+  // The reference specs the plans of key's size of symbolic_dim are symbolized against:
+  // g's groups lowered at size 64 of that dim (65 when key is at 64). nullptr when
+  // symbolic_dim is off or g has no dim of that name.
+  std::shared_ptr<const ReferenceSpecs> reference_for(const Graph& g, const PlanKey& key) {
+    if (options.symbolic_dim.empty()) return nullptr;
+    DimBindings dims;
+    for (size_t i = 0; i < g.inputs().size() && i < key.inputs.size(); ++i) bind_input(g, g.inputs()[i], key.inputs[i], &dims);
+    auto it = dims.find(options.symbolic_dim);
+    if (it == dims.end()) return nullptr;
+    constexpr int64_t kReferenceSize = 64;
+    it->second = it->second == kReferenceSize ? kReferenceSize + 1 : kReferenceSize;
+    PlanKey ref_key = key;
+    ref_key.inputs = input_types_from_dims(g, dims);
+    return references.get_or_build(ref_key, [&] {
+      auto ref = std::make_shared<ReferenceSpecs>();
+      const FusedGraph f = fuse(g, ref_key.inputs);
+      uint64_t bytes = sizeof(ReferenceSpecs);
+      for (const FusionGroup& grp : f.groups) {
+        const bool kernel_kind = grp.kind != GroupKind::View && grp.kind != GroupKind::Opaque;
+        ref->specs.push_back(kernel_kind ? lower_group(f, grp, nullptr) : std::nullopt);
+        if (ref->specs.back()) bytes += ref->specs.back()->key_bytes().size();
+      }
+      return SizedValue<ReferenceSpecs>{ref, bytes};
+    });
   }
 
   // A kernel not in memory: linked from the persistent store when it holds one, else
@@ -383,22 +451,24 @@ struct Engine::Impl {
   double time_step(const Plan& plan, const Step& st) {
     const CompiledKernel& k = *st.kernel;
     std::vector<Tensor> scratch;
-    std::vector<void*> bufs(st.buffers.size());
+    std::vector<void*> bufs(st.buffers.size() + 1);
     for (size_t i = 0; i < st.buffers.size(); ++i) {
       const BufferSpec& b = k.spec.buffers[i];
+      const int64_t elements = plan.fused.types[size_t(st.buffers[i])].shape.numel();  // a symbolic spec has 0
       if (const Tensor* c = plan.fused.graph.constant_data(st.buffers[i])) {
         bufs[i] = const_cast<void*>(c->raw());
       } else {
-        scratch.push_back(Tensor::zeros(b.dtype, Shape{b.elements}));
-        if (b.dtype == DType::F32 && !b.output) std::fill_n(scratch.back().data<float>(), b.elements, 0.5f);
+        scratch.push_back(Tensor::zeros(b.dtype, Shape{elements}));
+        if (b.dtype == DType::F32 && !b.output) std::fill_n(scratch.back().data<float>(), elements, 0.5f);
         bufs[i] = scratch.back().raw();
       }
     }
     for (const auto& [i, packed] : st.packed) bufs[i] = const_cast<void*>(packed->raw());
+    bufs[st.buffers.size()] = const_cast<int64_t*>(&st.extent);
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-      k.run(bufs.data(), 0, k.tasks);
+      k.run(bufs.data(), 0, st.tasks);
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return best;
@@ -447,8 +517,11 @@ struct Engine::Impl {
   }
 
   // The plan of g at input_types with its groups on `be`'s kernels where it takes them and
-  // the static kernels elsewhere (be null: all static, no compile).
-  std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, JitBackend* be) {
+  // the static kernels elsewhere (be null: all static, no compile). With `ref`, a first plan
+  // of a size of symbolic_dim: jit's symbolic kernels where groups have them, `be` (the
+  // first tier) elsewhere (first_kernel_for).
+  std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, JitBackend* be,
+                                   const ReferenceSpecs* ref = nullptr) {
     auto plan = std::make_shared<Plan>();
     plan->fused = fuse(g, input_types);
     std::unordered_set<const void*> users;  // the storage of the user's constants
@@ -458,11 +531,18 @@ struct Engine::Impl {
     const Graph& fg = f.graph;
     plan->is_output.assign(fg.values().size(), 0);
     for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
-    for (const FusionGroup& grp : f.groups) {
+    for (size_t gi = 0; gi < f.groups.size(); ++gi) {
+      const FusionGroup& grp = f.groups[gi];
       KernelSpec spec;
-      if (auto kernel = be ? kernel_for(*be, f, grp, &spec) : nullptr) {
+      int64_t extent = -1;
+      std::shared_ptr<const CompiledKernel> kernel =
+          ref ? first_kernel_for(f, gi, *ref, be, &spec, &extent) : be ? kernel_for(*be, f, grp, &spec) : nullptr;
+      if (kernel) {
         Step st;
         st.kernel = kernel;
+        st.extent = extent;
+        st.tasks = kernel->tasks_for(extent);
+        if (extent >= 0) symbolic_steps.fetch_add(1, std::memory_order_relaxed);
         for (const BufferSpec& b : spec.buffers) {
           ValueId v = fg.find_value(b.name);
           FUSOR_ASSERT(v != kNoValue, "kernel buffer '", b.name, "' is not a value of the plan");
@@ -475,7 +555,8 @@ struct Engine::Impl {
           FUSOR_ASSERT(c && c->dtype() == DType::F32, "kernel '", spec.name, "' prepacks a buffer that is not an f32 constant");
           st.packed.emplace_back(size_t(pp.buffer), packed_constant(*kernel, pp, *c));
         }
-        st.label = kernel->backend + " " + std::string(kernel_kind_name(spec.kind)) + " " + spec.name;
+        st.label = kernel->backend + (extent >= 0 ? " symbolic " : " ") + std::string(kernel_kind_name(spec.kind)) + " " +
+                   spec.name;
         plan->steps.push_back(std::move(st));
         continue;
       }
@@ -528,10 +609,11 @@ struct Engine::Impl {
   std::shared_ptr<const Plan> plan_for(const Graph& g, const PlanKey& key) {
     std::shared_ptr<const PlanEntry> entry = plans.get_or_build(key, [&] {
       auto e = std::make_shared<PlanEntry>();
-      const bool later = (options.background_compile || options.tiering) && jit;
-      std::shared_ptr<const Plan> p = build_plan(g, key.inputs, later ? first_tier.get() : jit.get());
+      std::shared_ptr<const ReferenceSpecs> ref = jit ? reference_for(g, key) : nullptr;
+      const bool later = (options.background_compile || options.tiering || ref) && jit;
+      std::shared_ptr<const Plan> p = build_plan(g, key.inputs, later ? first_tier.get() : jit.get(), ref.get());
       e->plan.store(p);
-      if (later) background.submit(key, g, e);
+      if (later && (!ref || options.specialize)) background.submit(key, g, e);
       return SizedValue<PlanEntry>{e, p->bytes};
     });
     return entry->plan.load();
@@ -547,9 +629,10 @@ struct Engine::Impl {
   KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
   KeyedCache<PackKey, Tensor, PackKeyHash> packed;
   KeyedCache<InternKey, Tensor, InternKeyHash> interned;
+  KeyedCache<PlanKey, ReferenceSpecs, PlanKeyHash> references{{uint64_t(64) << 20, nullptr, nullptr}};
   static constexpr size_t kInternMinBytes = 4096;  // small constants are cheaper to keep per plan
   std::atomic<uint64_t> compiled{0}, disk_hits{0}, disk_writes{0}, load_us{0};
-  std::atomic<uint64_t> first_tier_kept{0};
+  std::atomic<uint64_t> first_tier_kept{0}, symbolic_steps{0};
   std::mutex by_backend_mu;
   std::map<std::string, uint64_t> compile_us_by_backend;  // compile time per backend
   ArenaPool arenas;
@@ -612,6 +695,7 @@ EngineStats Engine::stats() const {
   s.load_ms = double(m.load_us.load()) / 1000.0;
   s.background_swaps = m.background.swaps();
   s.first_tier_kept = m.first_tier_kept.load();
+  s.symbolic_steps = m.symbolic_steps.load();
   s.disk_enabled = m.store != nullptr;
   if (m.store) {
     s.disk_dir = m.store->dir();
@@ -675,8 +759,8 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
       void* ptrs[64];
       std::vector<void*> heap;
       void** bufs = ptrs;
-      if (st.buffers.size() > 64) {
-        heap.resize(st.buffers.size());
+      if (st.buffers.size() + 1 > 64) {
+        heap.resize(st.buffers.size() + 1);
         bufs = heap.data();
       }
       for (size_t i = 0; i < st.buffers.size(); ++i) {
@@ -686,8 +770,9 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
         bufs[i] = t.raw();
       }
       for (const auto& [i, packed] : st.packed) bufs[i] = const_cast<void*>(packed->raw());  // read only
+      bufs[st.buffers.size()] = const_cast<int64_t*>(&st.extent);  // read by symbolic kernels only
       const CompiledKernel& k = *st.kernel;
-      impl_->pool.parallel_for(k.tasks, 1, [&](int64_t b, int64_t e) { k.run(bufs, b, e); });
+      impl_->pool.parallel_for(st.tasks, 1, [&](int64_t b, int64_t e) { k.run(bufs, b, e); });
     } else if (st.alias) {
       const Node& n = g.node(st.node);
       values[size_t(n.outputs[0])] = values[size_t(n.inputs[0])].reshaped(types[size_t(n.outputs[0])].shape);

@@ -74,6 +74,19 @@ struct EngineOptions {
   /// Profile labels, compile_ms_by_backend and first_tier_kept show which tier serves.
   /// Without asmjit in the build, the first tier is the static kernels.
   bool tiering = false;
+  /// The named input dim whose size changes from run to run ("T" for a sequence length;
+  /// empty: none). With backend llvm, a never-seen size runs at once on symbolic kernels —
+  /// compiled once for every size of that dim (codegen/symbolic.h, Note [Symbolic kernels])
+  /// and kept in the persistent store — while its exact kernels compile in the background
+  /// and then replace them (Note [Background plans]). Groups with no symbolic form start on
+  /// the first tier (asmjit with tiering, else the static kernels); groups that do not
+  /// depend on the dim use their exact kernel from the start. The first size ever seen
+  /// compiles the symbolic kernels; a graph without that dim runs as if it were empty.
+  std::string symbolic_dim;
+  /// With symbolic_dim: compile each size's exact kernels in the background (true), or keep
+  /// serving every size with the symbolic kernels (false: one set of kernels for all sizes,
+  /// no compile per size, at the speed bench/ `symbolic/*` measures).
+  bool specialize = true;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };
@@ -99,6 +112,7 @@ struct EngineStats {
   double load_ms = 0;             ///< total time linking kernels from the store
   uint64_t background_swaps = 0;  ///< background JIT plans swapped in (background_compile, tiering)
   uint64_t first_tier_kept = 0;   ///< tiering: kernels where asmjit's code ran faster than LLVM's and stayed
+  uint64_t symbolic_steps = 0;    ///< symbolic_dim: steps of first plans that ran a symbolic kernel
   std::string disk_dir;           ///< the persistent store's folder ("" when off)
   uint64_t disk_entries = 0;      ///< kernels the store holds now (every graph's, every process's)
   uint64_t disk_bytes = 0;        ///< their size on disk

@@ -339,3 +339,85 @@ TEST_SUITE("jit/tiering") {
     CHECK(e->stats().kernels_compiled > 0);
   }
 }
+
+TEST_SUITE("jit/symbolic") {
+  TEST_CASE("with symbolic_dim every new size runs at once on kernels compiled once") {
+    Graph g = parse_graph(kGraph);
+    EngineOptions o;
+    o.disk_cache = false;
+    o.symbolic_dim = "T";
+    o.profile = true;
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    check_close(e->run(g, input(19)), reference(g, 19));  // compiles the symbolic kernels
+    const uint64_t first_compiles = e->stats().kernels_compiled;
+    CHECK(first_compiles == 3);  // GEMM + bias + ReLU, LayerNorm, tanh * n: all symbolic
+    e->drain();                  // the exact kernels of 19 (3 more compiles)
+    const uint64_t after_19 = e->stats().kernels_compiled;
+    for (int64_t t : {1, 2, 7, 64, 65, 100}) {
+      CAPTURE(t);
+      check_close(e->run(g, input(t)), reference(g, t));  // before its exact plan: symbolic
+    }
+    e->drain();
+    for (int64_t t : {1, 2, 7, 64, 65, 100}) check_close(e->run(g, input(t)), reference(g, t));  // exact
+    EngineStats s = e->stats();
+    CHECK(s.symbolic_steps == 7 * 3);
+    CHECK(s.background_swaps == 7);
+    CHECK(s.kernels_compiled - after_19 == 6 * 3);  // only exact kernels: no symbolic one again
+    bool symbolic_ran = false, exact_ran = false;
+    for (const StepProfile& p : e->profile()) {
+      symbolic_ran |= p.step.rfind("llvm symbolic ", 0) == 0;
+      exact_ran |= p.step.rfind("llvm contraction", 0) == 0;
+    }
+    CHECK(symbolic_ran);
+    CHECK(exact_ran);
+  }
+
+  TEST_CASE("symbolic kernels come back from the store after a restart") {
+    test::TempDir dir("symbolic-store");
+    Graph g = parse_graph(kGraph);
+    EngineOptions o;
+    o.symbolic_dim = "T";
+    {
+      auto e = engine_in(dir.file("store"), nullptr, o);
+      if (!e) return;
+      e->run(g, input(11));
+      e->drain();
+    }
+    auto e = engine_in(dir.file("store"), nullptr, o);
+    check_close(e->run(g, input(29)), reference(g, 29));  // a size never seen: symbolic, loaded
+    e->drain();
+    EngineStats s = e->stats();
+    CHECK(s.kernels_compiled == 3);  // the exact kernels of 29, in the background; no symbolic one
+    CHECK(s.disk_hits == 3);
+    CHECK(s.symbolic_steps == 3);
+  }
+
+  TEST_CASE("a graph without the symbolic dim runs exactly as without the option") {
+    Graph g = parse_graph("graph g\ninput x: f32[N, 8]\ny = Tanh(x)\noutput y\n");
+    EngineOptions o;
+    o.disk_cache = false;
+    o.symbolic_dim = "T";
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    TensorMap in{{"x", test::randn({5, 8}, 1)}};
+    Engine ref(EngineOptions{.num_threads = 2, .fuse = false});
+    check_close(e->run(g, in), ref.run(g, in));
+    CHECK(e->stats().symbolic_steps == 0);
+    CHECK(e->stats().background_swaps == 0);
+    CHECK(e->stats().kernels_compiled == 1);
+  }
+
+  TEST_CASE("the BERT layer with a symbolic sequence length matches the static kernels") {
+    auto e = engine_in("", nullptr, EngineOptions{.disk_cache = false, .symbolic_dim = "T"});
+    if (!e) return;
+    Graph bert = load_graph(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/bert_layer");
+    Engine reference_engine(EngineOptions{.num_threads = 2, .fuse = false});
+    for (int64_t t : {5, 12}) {
+      TensorMap in{{"x", test::randn({2, t, 768}, uint64_t(t))}, {"mask", test::uniform({2, 1, 1, t}, 2, -1, 0)}};
+      check_close(e->run(bert, in), reference_engine.run(bert, in));
+    }
+    // Four GEMMs and the LayerNorm (both share one kernel) per size: symbolic.
+    CHECK(e->stats().symbolic_steps == 2 * 6);
+  }
+}

@@ -95,6 +95,23 @@ TEST_SUITE("tools/fusor") {
     CHECK(abs_sum(b.out) == doctest::Approx(abs_sum(a.out)).epsilon(1e-5));
   }
 
+  TEST_CASE("--symbolic-dim runs a new length on symbolic kernels with the same checksum") {
+    Result a = run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=11 --json --no-fuse");
+    Result b = run_fusor("run " + example("bert_layer") +
+                         " --dim B=1 --dim T=11 --json --backend llvm --symbolic-dim T --no-disk-cache --stats");
+    INFO(a.out << "\n" << b.out);
+    CHECK(a.code == 0);
+    if (b.code == 4) {
+      CHECK(has(b.out, "DeviceUnavailable"));
+      return;
+    }
+    CHECK(b.code == 0);
+    CHECK(has(b.out, "\"symbolic_steps\": 6"));  // 4 GEMMs and 2 LayerNorms; attention exact
+    auto abs_sum = [](const std::string& out) { return std::stod(out.substr(out.find("\"abs_sum\": ") + 11)); };
+    CHECK(abs_sum(b.out) == doctest::Approx(abs_sum(a.out)).epsilon(1e-5));
+    CHECK(run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=3 --symbolic-dim").code == 2);
+  }
+
   TEST_CASE("runs the ResNet bottleneck") {
     Result r = run_fusor("run " + example("resnet_bottleneck") + " --dim N=1 --dim H=9 --dim W=7 --repeat 2");
     INFO(r.out);

@@ -109,7 +109,7 @@ std::string stats_json(const EngineStats& s) {
          ", \"evictions\": " + u(s.evictions()) + ", \"bytes\": " + u(s.bytes()) + ", \"plans\": " + u(s.plans) +
          ", \"kernel_hits\": " + u(s.kernel_hits) + ", \"compile_ms\": " + json_number(s.compile_ms) +
          ", \"compile_ms_by_backend\": {" + by_backend + "}, \"load_ms\": " + json_number(s.load_ms) + ", \"background_swaps\": " + u(s.background_swaps) +
-         ", \"first_tier_kept\": " + u(s.first_tier_kept) +
+         ", \"first_tier_kept\": " + u(s.first_tier_kept) + ", \"symbolic_steps\": " + u(s.symbolic_steps) +
          ", \"disk\": " + (s.disk_enabled ? json_string(s.disk_dir) : std::string("null")) + "}";
 }
 

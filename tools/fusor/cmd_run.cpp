@@ -42,6 +42,9 @@ const char* const kRunUsage =
     "                       kernels compile in the background (first run never waits)\n"
     "  --tiering            (llvm) run a new shape at once on asmjit kernels while LLVM\n"
     "                       compiles in the background\n"
+    "  --symbolic-dim NAME  (llvm) a new size of dim NAME runs at once on symbolic kernels\n"
+    "                       (compiled once for every size) while exact ones compile in\n"
+    "                       the background\n"
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor)\n"
     "  --no-disk-cache      compile in memory only, without the persistent store\n"
@@ -78,7 +81,8 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  std::vector<std::string> valued{"--dim", "--input", "--seed", "--backend", "--threads", "--repeat", "--save", "--dump"};
+  std::vector<std::string> valued{"--dim",     "--input", "--seed", "--backend",      "--threads",
+                                   "--repeat",  "--save",  "--dump", "--symbolic-dim"};
   std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile", "--background-compile", "--tiering"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   switches.insert(switches.end(), kCacheSwitches.begin(), kCacheSwitches.end());
@@ -93,6 +97,7 @@ int cmd_run(int argc, char** argv) {
   options.profile = args.has("--profile");
   options.background_compile = args.has("--background-compile");
   options.tiering = args.has("--tiering");
+  options.symbolic_dim = args.get("--symbolic-dim").value_or("");
   if (auto dir = args.get("--dump")) {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
