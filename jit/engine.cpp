@@ -73,11 +73,12 @@ struct PackKeyHash {
 };
 
 // Note [Interned constants]
-// Passes make constants per plan: merged Q/K/V weights, BN-folded conv weights. Without
-// care every shape's plan would hold its own copy (7 MiB per BERT layer per sequence length)
-// and pack it again. After fusion the engine interns them: a constant the user's graph does
-// not hold is looked up by its bytes (hash, then a full compare) and replaced by the first
-// equal copy, so all plans share one tensor and one packed copy.
+// Tracing makes constants per plan (folded subgraphs of constants). Without care every
+// shape's plan would hold its own copy and pack it again. After fusion the engine interns
+// them: a constant that neither the user's graph nor the derived cache (Note [Derived
+// constants]: merged and folded weights, shared already) holds is looked up by its bytes
+// (hash, then a full compare) and replaced by the first equal copy, so all plans share one
+// tensor and one packed copy.
 struct InternKey {
   Tensor data;
   uint64_t content = 0;
@@ -88,6 +89,39 @@ struct InternKey {
 };
 struct InternKeyHash {
   size_t operator()(const InternKey& k) const { return size_t(k.content); }
+};
+
+// Note [Derived constants]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Passes derive constants per plan (merged Q/K/V weights, BN-folded weights:
+// ir/passes/derived_constants.h). The engine keeps each derivation's result keyed by its
+// recipe and its sources' storage, which the key keeps alive (so an address is never reused
+// while the entry lives): the plan of every later shape gets the same tensors without
+// computing or copying them (a BERT layer's merged QKV weights are 7 MiB: copying them into
+// fresh pages cost ~4.5 ms per layer per new sequence length), and, their storage being
+// shared, packed copies (PackKey) are shared too and interning skips them.
+struct DerivedKey {
+  ConstantDerivation d;
+  bool operator==(const DerivedKey& o) const {
+    if (d.recipe != o.d.recipe || d.sources.size() != o.d.sources.size()) return false;
+    for (size_t i = 0; i < d.sources.size(); ++i) {
+      const Tensor &a = d.sources[i], &b = o.d.sources[i];
+      if (a.defined() != b.defined() || a.raw() != b.raw() || a.dtype() != b.dtype() || !(a.shape() == b.shape()))
+        return false;
+    }
+    return true;
+  }
+};
+struct DerivedKeyHash {
+  size_t operator()(const DerivedKey& k) const {
+    Hasher h;
+    h.str(k.d.recipe);
+    for (const Tensor& t : k.d.sources) h.u64(uint64_t(reinterpret_cast<uintptr_t>(t.raw()))).u64(t.nbytes());
+    return size_t(h.digest());
+  }
+};
+struct DerivedTensors {
+  std::vector<Tensor> tensors;
 };
 
 // One unit of execution: a static kernel for one node (or a zero-copy reshape), or a JIT
@@ -333,12 +367,29 @@ struct Engine::Impl {
     return outs;
   }
 
-  FusedGraph fuse(const Graph& g, const std::vector<TensorType>& input_types) {
+  // Traces and fuses g; the constants the passes derive come from the derived cache (Note
+  // [Derived constants]), and their storage is added to *shared when given.
+  FusedGraph fuse(const Graph& g, const std::vector<TensorType>& input_types,
+                  std::unordered_set<const void*>* shared = nullptr) {
     verify(g);
-    return fuse_graph(g, input_types, effective_fusion(options),
-                      [this](const Node& n, const std::vector<const Tensor*>& ins, const std::vector<TensorType>& t) {
-                        return evaluate(n, ins, t);
-                      });
+    auto derive = [this, shared](const ConstantDerivation& d, const std::function<std::vector<Tensor>()>& make) {
+      std::shared_ptr<const DerivedTensors> r = derived.get_or_build(DerivedKey{d}, [&] {
+        auto v = std::make_shared<DerivedTensors>();
+        v->tensors = make();
+        uint64_t bytes = sizeof(DerivedTensors);
+        for (const Tensor& t : v->tensors) bytes += t.nbytes();
+        return SizedValue<DerivedTensors>{v, bytes};
+      });
+      if (shared)
+        for (const Tensor& t : r->tensors) shared->insert(t.raw());
+      return r->tensors;
+    };
+    return fuse_graph(
+        g, input_types, effective_fusion(options),
+        [this](const Node& n, const std::vector<const Tensor*>& ins, const std::vector<TensorType>& t) {
+          return evaluate(n, ins, t);
+        },
+        derive);
   }
 
   // The JIT kernel for a group, or nullptr when the group runs on the static kernels
@@ -523,9 +574,9 @@ struct Engine::Impl {
   std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, JitBackend* be,
                                    const ReferenceSpecs* ref = nullptr) {
     auto plan = std::make_shared<Plan>();
-    plan->fused = fuse(g, input_types);
-    std::unordered_set<const void*> users;  // the storage of the user's constants
+    std::unordered_set<const void*> users;  // storage shared already: the user's constants, derived ones
     for (const Constant& c : g.constants()) users.insert(c.data.raw());
+    plan->fused = fuse(g, input_types, &users);
     intern_constants(users, plan->fused.graph);
     const FusedGraph& f = plan->fused;
     const Graph& fg = f.graph;
@@ -629,6 +680,7 @@ struct Engine::Impl {
   KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
   KeyedCache<PackKey, Tensor, PackKeyHash> packed;
   KeyedCache<InternKey, Tensor, InternKeyHash> interned;
+  KeyedCache<DerivedKey, DerivedTensors, DerivedKeyHash> derived{{options.packed_cache_bytes, nullptr, nullptr}};
   KeyedCache<PlanKey, ReferenceSpecs, PlanKeyHash> references{{uint64_t(64) << 20, nullptr, nullptr}};
   static constexpr size_t kInternMinBytes = 4096;  // small constants are cheaper to keep per plan
   std::atomic<uint64_t> compiled{0}, disk_hits{0}, disk_writes{0}, load_us{0};
@@ -684,7 +736,7 @@ EngineStats Engine::stats() const {
   s.disk_writes = m.disk_writes.load();
   s.kernel_evictions = k.evictions;
   s.kernel_bytes = k.bytes;
-  s.packed_bytes = w.bytes + m.interned.stats().bytes;
+  s.packed_bytes = w.bytes + m.interned.stats().bytes + m.derived.stats().bytes;
   {
     std::lock_guard<std::mutex> lk(impl_->by_backend_mu);
     for (const auto& [name, us] : m.compile_us_by_backend) {

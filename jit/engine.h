@@ -55,8 +55,8 @@ struct EngineOptions {
   std::string cache_dir;
   /// In-memory budgets, least recently used entries evicted beyond them (0: unbounded):
   /// plans (with their arenas' sizes), compiled kernels (their code), and the weights the
-  /// plans of every shape share (packed copies; merged or folded weights, interned); the
-  /// last budget applies to each of those two caches.
+  /// plans of every shape share (packed copies; merged or folded weights; other pass-made
+  /// constants, interned); the last budget applies to each of those three caches.
   uint64_t plan_cache_bytes = uint64_t(1) << 30;
   uint64_t kernel_cache_bytes = uint64_t(256) << 20;
   uint64_t packed_cache_bytes = uint64_t(2) << 30;
@@ -106,7 +106,7 @@ struct EngineStats {
   uint64_t kernel_evictions = 0;
   uint64_t kernel_bytes = 0;      ///< held now: compiled code
   uint64_t packed_bytes = 0;      ///< held now: weights shared by all plans (packed copies,
-                                  ///< and weights the passes rewrote, interned)
+                                  ///< weights the passes derived, other pass-made constants interned)
   double compile_ms = 0;          ///< total JIT compile time (all backends)
   std::map<std::string, double, std::less<>> compile_ms_by_backend;  ///< e.g. {"llvm": 412.5}
   double load_ms = 0;             ///< total time linking kernels from the store

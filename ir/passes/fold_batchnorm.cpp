@@ -135,7 +135,7 @@ Folded fold(const Graph& g, const Node& p, const BnParams& bn) {
 
 }  // namespace
 
-Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* log) {
+Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* log, const DeriveConstants& derive) {
   if (!options.fold_batchnorm) return g;
   auto users = value_consumers(g);
   std::vector<char> is_output(g.values().size(), 0);
@@ -180,8 +180,23 @@ Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* lo
       continue;
     }
     const Node& p = g.node(fold_into[i]);
-    BnParams bn = bn_params(g, n, options.bn_variance_floor);
-    Folded f = fold(g, p, bn);
+    // The fold reads P's constants and the BN's; the recipe carries every parameter.
+    ConstantDerivation d;
+    d.recipe = "fold_batchnorm " + std::string(op_name(p.op)) + " floor=" + format_double(options.bn_variance_floor) +
+               " eps=" + format_double(attr_float(n, "epsilon"));
+    if (p.op == OpKind::Gemm)
+      d.recipe += " transB=" + std::to_string(attr_int(p, "transB")) + " beta=" + format_double(attr_float(p, "beta"));
+    for (const Node* src : {&p, &n})
+      for (size_t k = 1; k < src->inputs.size(); ++k) {
+        const Tensor* c = src->inputs[k] == kNoValue ? nullptr : g.constant_data(src->inputs[k]);
+        d.sources.push_back(c ? *c : Tensor());  // an absent input stays a placeholder: positions differ
+      }
+    const BnParams bn = bn_params(g, n, options.bn_variance_floor);  // per channel: cheap, and the log needs it
+    std::vector<Tensor> made = derive_constants(derive, d, [&] {
+      Folded folded = fold(g, p, bn);
+      return std::vector<Tensor>{std::move(folded.weight), std::move(folded.bias)};
+    });
+    Folded f{made.at(0), made.at(1)};
     if (!all_finite(f.weight) || !all_finite(f.bias)) {
       log->decline(p.name, n.name, "overflow", "folded weights are not finite in f32");
       rw.copy_node(p);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "ir/passes/derived_constants.h"
 #include "ir/passes/fusion_options.h"
 
 namespace fusor {
@@ -14,7 +15,8 @@ namespace fusor {
 ///   W' = W * s,   b' = (b - mean) * s + beta,
 /// computed in double and rounded once. var + eps below options.bn_variance_floor is
 /// raised to it (logged). A MatMul gains an Add of b'. The folded node keeps P's name and
-/// takes the BN's output name. Declined folds are logged with their reason.
-Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* log);
+/// takes the BN's output name. Declined folds are logged with their reason. The folded
+/// weights are derived constants (`derive`, ir/passes/derived_constants.h).
+Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* log, const DeriveConstants& derive = {});
 
 }  // namespace fusor

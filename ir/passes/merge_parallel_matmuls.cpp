@@ -40,7 +40,8 @@ Tensor concat_columns(const std::vector<const Tensor*>& parts) {
 
 }  // namespace
 
-Graph merge_parallel_matmuls(const Graph& g, const FusionOptions& options, FusionLog* log) {
+Graph merge_parallel_matmuls(const Graph& g, const FusionOptions& options, FusionLog* log,
+                             const DeriveConstants& derive) {
   if (!options.merge_parallel_matmuls) return g;
   PatternContext ctx(g);
   // Group candidate MatMuls by (activation, K, dtype) in node order.
@@ -97,11 +98,16 @@ Graph merge_parallel_matmuls(const Graph& g, const FusionOptions& options, Fusio
       names += (names.empty() ? "" : "+") + g.node(m.matmul).name;
     }
     const Node& first = g.node(members[0].matmul);
-    ValueId w = rw.add_constant(first.name + ".w_merged", concat_columns(ws));
+    auto concat = [&](const std::vector<const Tensor*>& parts) {
+      ConstantDerivation d{"merge_parallel_matmuls.concat_columns", {}};
+      for (const Tensor* p : parts) d.sources.push_back(*p);
+      return derive_constants(derive, d, [&] { return std::vector<Tensor>{concat_columns(parts)}; }).at(0);
+    };
+    ValueId w = rw.add_constant(first.name + ".w_merged", concat(ws));
     std::string base = rw.graph().unique_name(first.name + ".merged");
     ValueId y = rw.emit(OpKind::MatMul, {rw.mapped(first.inputs[0]), w}, {}, base, base);
     if (with_bias) {
-      ValueId b = rw.add_constant(first.name + ".b_merged", concat_columns(bs));
+      ValueId b = rw.add_constant(first.name + ".b_merged", concat(bs));
       std::string bn = rw.graph().unique_name(base + ".bias");
       y = rw.emit(OpKind::Add, {y, b}, {}, bn, bn);
     }

@@ -39,7 +39,7 @@ int64_t FusedGraph::intermediate_bytes_after() const {
 }
 
 FusedGraph fuse_graph(const Graph& g, const std::vector<TensorType>& input_types, const FusionOptions& options,
-                      const ConstantEvaluator& evaluate) {
+                      const ConstantEvaluator& evaluate, const DeriveConstants& derive) {
   FusedGraph out;
   // 1. Trace first: every later pass matches on concrete shapes and constant values, and
   //    shape computations (Shape, Range, Reshape targets) must already be constants.
@@ -59,10 +59,10 @@ FusedGraph fuse_graph(const Graph& g, const std::vector<TensorType>& input_types
   check(cur);
   // 3. Fold BatchNorm into its producer's weights before merging MatMuls, so merged
   //    weights already carry the folded scale.
-  cur = fold_batchnorm(cur, options, &out.log);
+  cur = fold_batchnorm(cur, options, &out.log, derive);
   check(cur);
   // 4. Merge sibling MatMuls (QKV) once their weights are final.
-  cur = merge_parallel_matmuls(cur, options, &out.log);
+  cur = merge_parallel_matmuls(cur, options, &out.log, derive);
   check(cur);
   // 5. Drop what the rewrites left unused (old weights, the max of a collapsed softmax).
   cur = eliminate_dead_nodes(cur);

@@ -7,6 +7,7 @@
 
 #include "ir/graph.h"
 #include "ir/op_schema.h"
+#include "ir/passes/derived_constants.h"
 #include "ir/passes/fusion_options.h"
 #include "ir/passes/group_fusions.h"
 #include "ir/passes/trace.h"
@@ -30,8 +31,9 @@ struct FusedGraph {
 };
 
 /// Traces g for the input types (g.inputs() order) and fuses it. The graph is verified
-/// after every pass (a failure is an Internal error: a pass bug).
+/// after every pass (a failure is an Internal error: a pass bug). Constants the passes
+/// derive (merged and folded weights) come through `derive` when given.
 FusedGraph fuse_graph(const Graph& g, const std::vector<TensorType>& input_types, const FusionOptions& options,
-                      const ConstantEvaluator& evaluate);
+                      const ConstantEvaluator& evaluate, const DeriveConstants& derive = {});
 
 }  // namespace fusor

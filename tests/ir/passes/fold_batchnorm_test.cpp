@@ -175,4 +175,31 @@ output y
     CHECK(wf.at(0) == doctest::Approx(w.at(0) * 1000.0).epsilon(1e-6));  // 1/sqrt(1e-6)
     CHECK(wf.at(2) == doctest::Approx(w.at(2) * 2.0).epsilon(1e-6));     // 1/sqrt(0.25)
   }
+
+  TEST_CASE("folded weights are derived constants named by every parameter of the fold") {
+    std::vector<ConstantDerivation> seen;
+    std::vector<Tensor> given;
+    DeriveConstants derive = [&](const ConstantDerivation& d, const std::function<std::vector<Tensor>()>& make) {
+      seen.push_back(d);
+      given = make();
+      return given;
+    };
+    FusionLog log;
+    Graph before = test::trace_text(conv_bn("x, w, b"), {});
+    Graph after = fold_batchnorm(before, only_bn(), &log, derive);
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].recipe.find("fold_batchnorm Conv") == 0);
+    CHECK(seen[0].recipe.find("eps=") != std::string::npos);
+    CHECK(seen[0].sources.size() == 6);  // w, b; gamma, beta, mean, var
+    CHECK(seen[0].sources[0].raw() == before.constant_data(before.find_value("w"))->raw());
+    // The pass uses exactly what derive returned.
+    CHECK(after.constant_data(after.find_value("conv1.w_folded"))->raw() == given[0].raw());
+    CHECK(after.constant_data(after.find_value("conv1.b_folded"))->raw() == given[1].raw());
+    // Another variance floor is another recipe.
+    FusionOptions floored = only_bn();
+    floored.bn_variance_floor = 0.5;
+    fold_batchnorm(before, floored, &log, derive);
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[1].recipe != seen[0].recipe);
+  }
 }

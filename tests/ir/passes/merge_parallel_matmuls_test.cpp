@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "ir/passes/merge_parallel_matmuls.h"
+#include "ir/passes/trace.h"
+#include "ir/text_format.h"
 #include "tests/support/pass_util.h"
 
 using namespace fusor;
@@ -76,5 +78,48 @@ output a, b, c
     FusionLog log;
     Graph after = merge_parallel_matmuls(before, FusionOptions{}, &log);
     CHECK(test::structure(after) == test::structure(before));
+  }
+
+  TEST_CASE("merged weights are derived constants: a memo returns the same storage for every shape") {
+    const char* text = R"(
+graph qk
+input x: f32[T, 4]
+const wq: f32[4, 2] = randn(seed=1, std=0.1)
+const wk: f32[4, 3] = randn(seed=2, std=0.1)
+q = MatMul(x, wq)
+k = MatMul(x, wk)
+output q, k
+)";
+    // A memo like the engine's: by recipe and source storage.
+    std::vector<std::pair<ConstantDerivation, std::vector<Tensor>>> memo;
+    int made = 0;
+    DeriveConstants derive = [&](const ConstantDerivation& d, const std::function<std::vector<Tensor>()>& make) {
+      for (const auto& [key, value] : memo) {
+        bool same = key.recipe == d.recipe && key.sources.size() == d.sources.size();
+        for (size_t i = 0; same && i < d.sources.size(); ++i) same = key.sources[i].raw() == d.sources[i].raw();
+        if (same) return value;
+      }
+      ++made;
+      memo.emplace_back(d, make());
+      return memo.back().second;
+    };
+    const Graph g = parse_graph(text);
+    std::vector<const void*> merged;
+    for (int64_t t : {3, 7, 12}) {
+      Graph before = trace(g, {TensorType{DType::F32, Shape{t, 4}}}, test::static_evaluator()).graph;
+      FusionLog log;
+      Graph after = merge_parallel_matmuls(before, FusionOptions{}, &log, derive);
+      const Tensor* w = after.constant_data(after.find_value("q.w_merged"));
+      REQUIRE(w);
+      CHECK(w->shape() == Shape{4, 5});
+      CHECK(w->at(4 * 5 - 1) == doctest::Approx(g.constant_data(g.find_value("wk"))->at(4 * 3 - 1)));
+      merged.push_back(w->raw());
+    }
+    CHECK(made == 1);  // derived once: the sources are the graph's own constants
+    REQUIRE(memo.size() == 1);
+    CHECK(memo[0].first.recipe == "merge_parallel_matmuls.concat_columns");
+    CHECK(memo[0].first.sources.size() == 2);
+    CHECK(merged[0] == merged[1]);
+    CHECK(merged[1] == merged[2]);
   }
 }
