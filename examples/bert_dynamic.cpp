@@ -7,7 +7,11 @@
 // from the store, or found its plan in memory. Run it twice with the same store: the
 // second run compiles nothing. Layer: examples (public API only).
 //
-//   bert_dynamic [--requests N] [--cache-dir DIR] [--threads N] [--layers N] [--seed N]
+// With --symbolic the JIT engine serves each new length at once on symbolic kernels
+// (compiled once for every length: EngineOptions::symbolic_dim) and specializes it in the
+// background between requests.
+//
+//   bert_dynamic [--requests N] [--cache-dir DIR] [--threads N] [--layers N] [--seed N] [--symbolic]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,16 +42,19 @@ struct Options {
   int threads = 0;
   uint64_t seed = 7;
   std::string cache_dir;  // empty: the engine's default ($FUSOR_CACHE_DIR or ~/.cache/fusor)
+  bool symbolic = false;  // serve new lengths on symbolic kernels, specialize between requests
 };
 
 const char* const kUsage =
-    "usage: bert_dynamic [--requests N] [--cache-dir DIR] [--threads N] [--layers N] [--seed N]\n"
+    "usage: bert_dynamic [--requests N] [--cache-dir DIR] [--threads N] [--layers N] [--seed N] [--symbolic]\n"
     "\n"
     "Serves N batch-1 requests (default 40) of random sequence lengths (log-normal, median 40,\n"
     "clipped to 8..256) on a BERT-base encoder (default 2 layers), with fusor's llvm JIT and\n"
     "with the unfused static kernels, and prints latencies and cache events. Kernels are kept\n"
     "in the persistent store (--cache-dir, default $FUSOR_CACHE_DIR or ~/.cache/fusor): a\n"
-    "second run compiles nothing.\n";
+    "second run compiles nothing. --symbolic: a new length runs at once on symbolic kernels\n"
+    "(compiled once for every length) and its exact kernels compile in the background\n"
+    "between requests.\n";
 
 // A strict integer in [lo, hi], or exit 2 naming the flag.
 int64_t int_flag(const char* flag, const char* text, int64_t lo, int64_t hi) {
@@ -68,6 +75,10 @@ Options parse_options(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf("%s", kUsage);
       std::exit(0);
+    }
+    if (a == "--symbolic") {
+      o.symbolic = true;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "bert_dynamic: %s: %s\n%s", a.c_str(),
@@ -161,11 +172,17 @@ struct Served {
   uint64_t compiled = 0, loaded = 0;  // kernels compiled / linked from the store
   double compile_ms = 0;
   bool plan_hit = false;
+  bool symbolic = false;     // served on symbolic kernels (a new length, --symbolic)
+  uint64_t specialized = 0;  // --symbolic: exact kernels compiled in the background after it
 };
 
 std::string cache_event(const Served& s) {
   char buf[64];
-  if (s.compiled)
+  if (s.symbolic && s.compiled)
+    std::snprintf(buf, sizeof buf, "symbolic: compiled %llu", static_cast<unsigned long long>(s.compiled));
+  else if (s.symbolic)
+    std::snprintf(buf, sizeof buf, "symbolic kernels");
+  else if (s.compiled)
     std::snprintf(buf, sizeof buf, "compiled %llu (%.0f ms)", static_cast<unsigned long long>(s.compiled), s.compile_ms);
   else if (s.loaded)
     std::snprintf(buf, sizeof buf, "store: %llu loaded", static_cast<unsigned long long>(s.loaded));
@@ -181,7 +198,8 @@ void print_header(const Options& o, const EngineStats& s) {
   std::printf("  %d requests, sequence lengths log-normal (median %.0f) clipped to %lld..%lld, seed %llu\n",
               o.requests, kMedianLen, static_cast<long long>(kMinLen), static_cast<long long>(kMaxLen),
               static_cast<unsigned long long>(o.seed));
-  std::printf("  jit:    llvm backend, fused; kernel store %s\n",
+  std::printf("  jit:    llvm backend, fused%s; kernel store %s\n",
+              o.symbolic ? ", new lengths on symbolic kernels (exact ones compile between requests)" : "",
               s.disk_enabled ? s.disk_dir.c_str() : "off (memory only: see the warning above)");
   std::printf("  static: unfused precompiled kernels (the baseline)\n\n");
   std::printf("  req     T   jit ms  jit cache               static ms  static/jit\n");
@@ -195,6 +213,7 @@ int run(const Options& o) {
   jit_options.backend = BackendKind::Llvm;
   jit_options.num_threads = o.threads;
   jit_options.cache_dir = o.cache_dir;
+  if (o.symbolic) jit_options.symbolic_dim = "T";
   EngineOptions static_options;
   static_options.backend = BackendKind::Static;
   static_options.fuse = false;
@@ -224,6 +243,11 @@ int run(const Options& o) {
     s.loaded = after.disk_hits - before.disk_hits;
     s.compile_ms = after.compile_ms - before.compile_ms;
     s.plan_hit = after.plan_hits > before.plan_hits;
+    s.symbolic = after.symbolic_steps > before.symbolic_steps;
+    if (o.symbolic) {  // the idle time between requests: the background specialization finishes
+      jit.drain();
+      s.specialized = jit.stats().kernels_compiled - after.kernels_compiled;
+    }
     const Tensor& a = jit_out.at("y");
     const Tensor& b = static_out.at("y");
     for (int64_t i = 0; i < a.numel(); ++i) worst_diff = std::max(worst_diff, std::fabs(a.at(i) - b.at(i)));
@@ -268,6 +292,16 @@ int run(const Options& o) {
               " memory hits %d\n",
               compile_events, static_cast<unsigned long long>(kernels_compiled), (s.compile_ms - s0.compile_ms) / 1000.0,
               store_hits, static_cast<unsigned long long>(kernels_loaded), s.load_ms - s0.load_ms, memory_hits);
+  if (o.symbolic) {
+    uint64_t specialized = 0, symbolic_requests = 0;
+    for (const Served& sv : served) {
+      specialized += sv.specialized;
+      symbolic_requests += sv.symbolic;
+    }
+    std::printf("  symbolic: %llu requests of new lengths served on symbolic kernels; %llu exact kernels compiled in"
+                " the background between requests\n",
+                static_cast<unsigned long long>(symbolic_requests), static_cast<unsigned long long>(specialized));
+  }
   std::printf("  cache hit rate %.1f%% (requests served without compiling)\n",
               100.0 * double(o.requests - compile_events) / double(o.requests));
   std::printf("  median latency: jit %.1f ms, static %.1f ms (all requests)\n", median(jit_ms), median(static_ms));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds fusor and runs the demos: the C++ quickstart, the
-# dynamic-shape BERT demo twice (cold, then warm from the persistent kernel store), then the
-# two reference graphs through the `fusor` tool.
+# dynamic-shape BERT demo twice (cold, then warm from the persistent kernel store), once
+# more with symbolic kernels (cold), then the two reference graphs through the `fusor` tool.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -19,6 +19,12 @@ echo "== examples/bert_dynamic, cold: an empty kernel store, so each new sequenc
 echo
 echo "== examples/bert_dynamic again, warm: a new process, the same store, nothing compiles"
 "$build/examples/bert_dynamic" --cache-dir "$store"
+echo
+# Symbolic kernels: a second fresh store, so only the first request ever waits for LLVM.
+symbolic_store=$(mktemp -d "${TMPDIR:-/tmp}/fusor-demo-symbolic.XXXXXX")
+trap 'rm -rf "$store" "$symbolic_store"' EXIT
+echo "== examples/bert_dynamic --symbolic, cold: one compile serves every length; exact kernels follow in the background"
+"$build/examples/bert_dynamic" --cache-dir "$symbolic_store" --symbolic
 echo
 echo "== fusor run examples/graphs/bert_layer --dim B=1 --dim T=128"
 "$build/tools/fusor/fusor" run "$root/examples/graphs/bert_layer" --dim B=1 --dim T=128 --repeat 5
