@@ -882,6 +882,7 @@ void Engine::prepare(const Graph& graph, const DimBindings& dims) {
   key.graph_fingerprint = graph.fingerprint();
   key.options_hash = impl_->options_hash;
   impl_->plan_for(graph, key);
+  impl_->background.drain();  // the final plan, not the one serving until it is ready
 }
 
 std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool json) {

@@ -156,7 +156,8 @@ class Engine {
 
   /// Builds (or finds) the plan of `graph` at the given dims without running it: traces,
   /// fuses and compiles every kernel (into the persistent store too), so a later run of
-  /// that shape only executes. What `fusor warmup` calls for each shape. Thread-safe.
+  /// that shape only executes; with background_compile, tiering or symbolic_dim it waits
+  /// for the final plan. What `fusor warmup` calls for each shape. Thread-safe.
   void prepare(const Graph& graph, const DimBindings& dims);
 
   /// Waits until the background JIT plans queued so far (background_compile) are built and

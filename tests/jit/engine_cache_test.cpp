@@ -393,6 +393,26 @@ TEST_SUITE("jit/symbolic") {
     CHECK(s.symbolic_steps == 3);
   }
 
+  TEST_CASE("prepare waits for the exact plan, and specialize off keeps the symbolic one") {
+    Graph g = parse_graph(kGraph);
+    EngineOptions o;
+    o.disk_cache = false;
+    o.symbolic_dim = "T";
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    e->prepare(g, {{"T", 23}});
+    CHECK(e->stats().background_swaps == 1);  // no wait left for the run
+    CHECK(e->stats().kernels_compiled == 6);  // 3 symbolic, 3 exact
+    check_close(e->run(g, input(23)), reference(g, 23));
+    o.specialize = false;
+    auto kept = engine_in("", nullptr, o);
+    for (int64_t t : {4, 23, 40}) check_close(kept->run(g, input(t)), reference(g, t));
+    kept->drain();
+    CHECK(kept->stats().kernels_compiled == 3);  // the symbolic kernels serve every size
+    CHECK(kept->stats().background_swaps == 0);
+    CHECK(kept->stats().symbolic_steps == 9);
+  }
+
   TEST_CASE("a graph without the symbolic dim runs exactly as without the option") {
     Graph g = parse_graph("graph g\ninput x: f32[N, 8]\ny = Tanh(x)\noutput y\n");
     EngineOptions o;
