@@ -123,7 +123,14 @@ std::string stats_text(const EngineStats& s) {
                 (unsigned long long)s.kernels_compiled, s.compile_ms, (unsigned long long)s.disk_hits, s.load_ms,
                 (unsigned long long)s.kernel_hits, (unsigned long long)s.evictions(), (unsigned long long)s.bytes(),
                 s.disk_enabled ? s.disk_dir.c_str() : "off");
-  return buf;
+  std::string out = buf;
+  if (s.background_swaps || s.symbolic_steps) {
+    std::snprintf(buf, sizeof buf, "  background plans swapped in %llu, symbolic steps %llu, first-tier kernels kept %llu\n",
+                  (unsigned long long)s.background_swaps, (unsigned long long)s.symbolic_steps,
+                  (unsigned long long)s.first_tier_kept);
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace fusor::cli
