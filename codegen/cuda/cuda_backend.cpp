@@ -197,13 +197,30 @@ std::unique_ptr<CudaBackend> make_cuda_backend(int ordinal, CudaOptions options)
 }
 
 std::shared_ptr<const CudaKernel> CudaBackend::compile(const KernelSpec& spec) {
+  CudaBinary binary = impl_->compiler->compile(spec, impl_->arch);
+  return load_binary(spec, std::move(binary));
+}
+
+std::shared_ptr<const CudaKernel> CudaBackend::load(const KernelSpec& spec, std::string cubin) {
+  CudaBinary binary;
+  binary.source = render_cuda(spec, cuda_symbol(spec));
+  binary.arch = impl_->arch;
+  binary.cubin = std::move(cubin);
+  return load_binary(spec, std::move(binary));
+}
+
+std::shared_ptr<const CudaKernel> CudaBackend::load_binary(const KernelSpec& spec, CudaBinary binary) {
   auto k = std::make_shared<CudaKernel>();
   k->spec = spec;
-  k->binary = impl_->compiler->compile(spec, impl_->arch);
+  k->binary = std::move(binary);
   const CudaSource& src = k->binary.source;
   FUSOR_CHECK(int64_t(src.launch.shared_bytes) <= impl_->max_shared_optin, Unsupported, "cuda backend: kernel '", spec.name,
               "' needs ", src.launch.shared_bytes, " bytes of shared memory; ", impl_->name, " allows ",
               impl_->max_shared_optin);
+  // cuModuleLoadData reads an ELF image of unstated length: a stored image too short to be
+  // one is refused here rather than read past its end.
+  FUSOR_CHECK(k->binary.cubin.size() >= 64 && k->binary.cubin.compare(0, 4, "\x7f" "ELF") == 0, CompileFailed,
+              "cuda backend: the image of kernel '", src.symbol, "' is not a cubin (", k->binary.cubin.size(), " bytes)");
   DeviceContext& d = impl_->dev();
   d.make_current();
   auto t0 = std::chrono::steady_clock::now();
