@@ -283,17 +283,25 @@ DeviceBuffer CudaBackend::alloc(size_t bytes) {
 
 void CudaBackend::copy_to_device(DeviceBuffer& dst, const void* src, size_t bytes) {
   FUSOR_CHECK(bytes <= dst.bytes(), InvalidArgument, "cuda backend: copy of ", bytes, " bytes into a buffer of ", dst.bytes());
+  copy_to_device(dst.address(), src, bytes);
+}
+
+void CudaBackend::copy_to_device(uint64_t dst, const void* src, size_t bytes) {
   DeviceContext& d = impl_->dev();
   d.make_current();
   // From pageable memory the data is staged before the call returns: `src` may be reused.
-  if (bytes) d.drv.check(d.drv.MemcpyHtoDAsync(dst.address(), src, bytes, d.stream), "cuda backend: cuMemcpyHtoDAsync");
+  if (bytes) d.drv.check(d.drv.MemcpyHtoDAsync(dst, src, bytes, d.stream), "cuda backend: cuMemcpyHtoDAsync");
 }
 
 void CudaBackend::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) {
   FUSOR_CHECK(bytes <= src.bytes(), InvalidArgument, "cuda backend: copy of ", bytes, " bytes out of a buffer of ", src.bytes());
+  copy_to_host(dst, src.address(), bytes);
+}
+
+void CudaBackend::copy_to_host(void* dst, uint64_t src, size_t bytes) {
   DeviceContext& d = impl_->dev();
   d.make_current();
-  if (bytes) d.drv.check(d.drv.MemcpyDtoHAsync(dst, src.address(), bytes, d.stream), "cuda backend: cuMemcpyDtoHAsync");
+  if (bytes) d.drv.check(d.drv.MemcpyDtoHAsync(dst, src, bytes, d.stream), "cuda backend: cuMemcpyDtoHAsync");
   d.drv.check(d.drv.StreamSynchronize(d.stream), "cuda backend: cuStreamSynchronize");
 }
 

@@ -140,6 +140,10 @@ class CudaBackend {
   void copy_to_device(DeviceBuffer& dst, const void* src, size_t bytes);
   /// Copies to host memory after everything enqueued before it; returns when done.
   void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes);
+  /// The same at a device address (inside memory this backend allocated).
+  void copy_to_device(uint64_t dst, const void* src, size_t bytes);
+  /// The same from a device address (inside memory this backend allocated).
+  void copy_to_host(void* dst, uint64_t src, size_t bytes);
   /// Enqueues setting every byte of `dst` to `value` on the stream.
   void fill(DeviceBuffer& dst, unsigned char value);
 
