@@ -378,7 +378,7 @@ struct CudaExecutor::Impl {
   KeyedCache<PlanKey, CudaExecutable, PlanKeyHash> plans;
   KeyedCache<KernelKey, CudaKernel, KernelKeyHash> kernels;
   KeyedCache<DeviceConstKey, DeviceBuffer, DeviceConstKeyHash> constants;
-  std::atomic<uint64_t> compiled{0}, disk_hits{0}, disk_writes{0}, compile_us{0}, load_us{0};
+  std::atomic<uint64_t> compiled{0}, disk_hits{0}, disk_writes{0}, compile_us{0}, load_us{0}, launches{0};
   std::mutex run_mu;  // one run at a time: one stream, one arena per plan
 };
 
@@ -493,7 +493,13 @@ void CudaExecutor::run(const Graph& graph, const TensorMap& inputs, TensorMap& o
     for (int p : l.places) buffers.push_back(addr[size_t(p)]);
     m.backend->launch(*exe->kernels[i], buffers);
   }
+  m.launches.fetch_add(plan.launches.size(), std::memory_order_relaxed);
   for (const HostCopy& c : host_copies) m.backend->copy_to_host(c.dst, addr[size_t(c.place)], c.bytes);
+}
+
+void CudaExecutor::synchronize() {
+  std::lock_guard<std::mutex> lk(impl_->run_mu);
+  impl_->backend->synchronize();
 }
 
 Tensor CudaExecutor::to_device(const Tensor& t) {
@@ -528,6 +534,7 @@ void CudaExecutor::add_stats(EngineStats& s) const {
   s.kernel_bytes += k.bytes;
   s.packed_bytes += c.bytes;
   s.kernels_compiled += m.compiled.load();
+  s.device_launches += m.launches.load();
   s.disk_hits += m.disk_hits.load();
   s.disk_writes += m.disk_writes.load();
   const double ms = double(m.compile_us.load()) / 1000.0;

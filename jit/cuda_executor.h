@@ -120,6 +120,8 @@ class CudaExecutor {
   Tensor to_device(const Tensor& t);
   /// A host copy of device tensor `t`, after all work enqueued (a host tensor is returned as is).
   Tensor to_host(const Tensor& t);
+  /// Waits for everything enqueued on the device's stream.
+  void synchronize();
   /// Adds this executor's counters (plans, kernels, store, compile time) to `s`.
   void add_stats(EngineStats& s) const;
   /// "NVIDIA H200, sm_90, 132 SMs, driver 13000, NVRTC 13.0".

@@ -761,6 +761,10 @@ void Engine::prepare(const Graph& graph, const DimBindings& dims) {
   impl_->plan_for(graph, key);
 }
 
+void Engine::synchronize() {
+  if (impl_->cuda) impl_->cuda->synchronize();
+}
+
 Tensor Engine::to_device(const Tensor& t) {
   FUSOR_CHECK(impl_->cuda, InvalidArgument, "Engine::to_device needs an engine with backend cuda (this one is ",
               backend_name(impl_->options.backend), ")");

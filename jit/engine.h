@@ -103,6 +103,7 @@ struct EngineStats {
   double load_ms = 0;             ///< total time linking kernels from the store
   uint64_t background_swaps = 0;  ///< background JIT plans swapped in (background_compile, tiering)
   uint64_t first_tier_kept = 0;   ///< tiering: kernels where asmjit's code ran faster than LLVM's and stayed
+  uint64_t device_launches = 0;   ///< backend cuda: kernels launched on the device
   std::string disk_dir;           ///< the persistent store's folder ("" when off)
   uint64_t disk_entries = 0;      ///< kernels the store holds now (every graph's, every process's)
   uint64_t disk_bytes = 0;        ///< their size on disk
@@ -158,6 +159,11 @@ class Engine {
   /// Backend cuda: a host copy of device tensor `t`, once the work enqueued before it is
   /// done (a host tensor is returned as is). InvalidArgument on another backend.
   Tensor to_host(const Tensor& t);
+
+  /// Backend cuda: waits until every run, copy and launch enqueued on the engine's stream
+  /// is done (throws Internal with the driver's reason when a kernel faulted). Elsewhere
+  /// a no-op: runs return when their work is done.
+  void synchronize();
 
   /// Waits until the background JIT plans queued so far (background_compile) are built and
   /// swapped in.

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <tuple>
 #include <iterator>
 
 #include "codegen/cuda/cuda_backend.h"
@@ -142,8 +143,12 @@ TEST_SUITE("cuda/engine") {
       CHECK(t.device() == Device::Cuda);
       FUSOR_CHECK_CLOSE(engine->to_host(t), host_out.at(name), 0, 0);  // the same kernels
     }
-    // One plan serves both (the plan key has no per-input device).
+    // One plan serves both (the plan key has no per-input device), with the same launches.
     CHECK(engine->stats().plan_misses == 1);
+    engine->synchronize();
+    const uint64_t launches = engine->stats().device_launches;
+    CHECK(launches % 2 == 0);
+    CHECK(launches >= 2 * 7);  // two runs of >= 7 kernels (QKV, attention, 2 LayerNorms, 3 GEMMs)
     // to_device / to_host round trip exactly, every dtype.
     std::vector<double> values;
     for (int i = 0; i < 15; ++i) values.push_back(i % 3 == 0 ? 0.0 : double(i) * 0.25);
@@ -198,7 +203,7 @@ TEST_SUITE("cuda/engine") {
     auto engine = cuda_engine_or_skip();
     if (!engine) return;
     for (const char* dt : {"f16", "bf16"}) {
-      INFO(dt);
+      INFO(std::string(dt));
       const std::string linear =
           "graph g\ninput x: $T[M, 256]\nconst w: $T[256, 384] = randn(seed=1, std=0.05)\n"
           "const b: $T[384] = randn(seed=2, std=0.05)\nmm = MatMul(x, w)\nh = Add(mm, b)\ny = Gelu(h)\noutput y\n";
@@ -214,6 +219,32 @@ TEST_SUITE("cuda/engine") {
       for (int64_t i = 0; i < y.numel(); ++i) y32.set(i, y.at(i));
       const double tol = std::string(dt) == "f16" ? 1e-2 : 4e-2;  // weights rounded to the dtype, and the output
       FUSOR_CHECK_CLOSE(y32, want.at("y"), tol, tol);
+    }
+  }
+
+  TEST_CASE("the BERT layer in f16 and bf16 on cuda stays close to the f32 static engine") {
+    auto engine = cuda_engine_or_skip();
+    if (!engine) return;
+    const std::string text = example("bert_layer");
+    Graph g32 = parse_graph(text);
+    TensorMap in32 = bert_inputs(2, 37, 11);
+    TensorMap want = run_static(g32, in32);
+    // Weights and activations rounded to 11 (f16) or 8 (bf16) significant bits, f32
+    // accumulation: a few units of the last place per op, through ~10 ops of O(1) values.
+    for (auto [dt, dtype, tol] : {std::tuple<const char*, DType, double>{"f16", DType::F16, 3e-2},
+                                  {"bf16", DType::BF16, 1.5e-1}}) {
+      INFO(std::string(dt));
+      Graph g = parse_graph(test::with(text, {{": f32[", std::string(": ") + dt + "["}}));
+      TensorMap in;
+      for (const auto& [name, t] : in32) {
+        Tensor c = Tensor::empty(dtype, t.shape());
+        for (int64_t i = 0; i < t.numel(); ++i) c.set(i, t.at(i));
+        in[name] = c;
+      }
+      Tensor y = engine->run(g, in).begin()->second;
+      Tensor y32 = Tensor::empty(DType::F32, y.shape());
+      for (int64_t i = 0; i < y.numel(); ++i) y32.set(i, y.at(i));
+      FUSOR_CHECK_CLOSE(y32, want.begin()->second, tol, tol);
     }
   }
 }

@@ -200,6 +200,21 @@ TEST_SUITE("cuda/plan") {
     }
   }
 
+  TEST_CASE("the BERT layer in f16 and bf16 plans every group as a CUDA launch that NVRTC compiles for sm_90") {
+    for (const char* dt : {"f16", "bf16"}) {
+      INFO(std::string(dt));
+      const std::string text = test::with(example_text("bert_layer"), {{": f32[", std::string(": ") + dt + "["}});
+      FusedGraph fused = test::fuse_text(text, {{"B", 8}, {"T", 128}});
+      const int kernels = fused.kernels_after();
+      CudaPlan plan = plan_cuda(std::move(fused));
+      check_plan(plan);
+      CHECK(group_launches(plan) == size_t(kernels));
+      for (const CudaLaunch& l : plan.launches)
+        for (const BufferSpec& b : l.spec.buffers) CHECK(b.dtype != DType::F32);
+      if (CudaCompiler* nvrtc = test::nvrtc_or_skip()) compile_all(*nvrtc, plan);
+    }
+  }
+
   TEST_CASE("the ResNet bottleneck plans every group as a CUDA launch that NVRTC compiles for sm_90") {
     FusedGraph fused = test::fuse_text(example_text("resnet_bottleneck"), {{"N", 32}, {"H", 56}, {"W", 56}});
     const int kernels = fused.kernels_after();
