@@ -1,6 +1,7 @@
 #include "bench/cases.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
@@ -40,7 +41,14 @@ void matmul_bias(Graph* g, TensorMap* in, int64_t m, int64_t k, int64_t n, bool 
   (*in)["x"] = randn({m, k}, 10);
 }
 
-Graph load_example(const char* name) { return load_graph(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name); }
+// The source tree: $FUSOR_SOURCE_DIR when set (a copy of the tree on another machine),
+// else the one this binary was built from.
+std::string source_dir() {
+  const char* dir = std::getenv("FUSOR_SOURCE_DIR");
+  return dir && *dir ? dir : FUSOR_SOURCE_DIR;
+}
+
+Graph load_example(const char* name) { return load_graph(source_dir() + "/examples/graphs/" + name); }
 
 std::vector<BenchCase> make_cases() {
   std::vector<BenchCase> c;
@@ -101,8 +109,8 @@ std::vector<BenchCase> make_cases() {
 }
 
 std::string example_text(const char* name) {
-  std::ifstream in(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name);
-  FUSOR_CHECK(in.good(), Io, "cannot read examples/graphs/", name);
+  std::ifstream in(source_dir() + "/examples/graphs/" + name);
+  FUSOR_CHECK(in.good(), Io, "cannot read ", source_dir(), "/examples/graphs/", name, " (set FUSOR_SOURCE_DIR)");
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 

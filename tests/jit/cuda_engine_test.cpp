@@ -13,6 +13,7 @@
 #include "codegen/cuda/cuda_backend.h"
 #include "ir/text_format.h"
 #include "jit/engine.h"
+#include "tests/codegen/cuda/cuda_test_util.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 
@@ -44,7 +45,8 @@ std::unique_ptr<Engine> cuda_engine_or_skip(const std::string& cache_dir = "") {
 }
 
 std::string example(const char* name) {
-  std::ifstream f(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name);
+  std::ifstream f(test::source_path(std::string("examples/graphs/") + name));
+  REQUIRE_MESSAGE(f.good(), "no example graph ", name, " (set FUSOR_SOURCE_DIR to the source tree)");
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 

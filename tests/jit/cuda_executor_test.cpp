@@ -24,7 +24,7 @@ using namespace fusor;
 namespace {
 
 std::string example_text(const std::string& name) {
-  std::ifstream in(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name);
+  std::ifstream in(test::source_path("examples/graphs/" + name));
   REQUIRE_MESSAGE(in.good(), "no example graph ", name);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
