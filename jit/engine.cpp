@@ -20,12 +20,12 @@
 #include "codegen/lower.h"
 #include "codegen/packing.h"
 #include "codegen/static/static_backend.h"
-#include "jit/cuda_executor.h"
 #include "ir/hash.h"
 #include "ir/passes/explain.h"
 #include "ir/passes/pipeline.h"
 #include "ir/verifier.h"
 #include "jit/arena.h"
+#include "jit/cuda_executor.h"
 #include "jit/thread_pool.h"
 
 namespace fusor {

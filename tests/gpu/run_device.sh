@@ -17,6 +17,12 @@ if [[ -z $build ]]; then
   done
 fi
 mkdir -p "$out"
+# scripts/build-gpu.sh bundles the libraries that machine lacks in BUILD_DIR/lib; the
+# binaries find their own there (RUNPATH), this lets those libraries find theirs
+# (OpenBLAS its Fortran runtime).
+if [[ -n $build && -d $build/lib ]]; then
+  export LD_LIBRARY_PATH=$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 # The binaries read examples/graphs from the tree they run in, not the one they were built in.
 export FUSOR_SOURCE_DIR=$PWD
 # Engines that use the persistent store keep it in a scratch folder, never in the home.
