@@ -44,4 +44,9 @@ for b in "${bins[@]}"; do
   [[ $missing == 0 ]] || { echo "build-gpu: $b has unresolved libraries" >&2; ldd "$b" >&2; exit 1; }
 done
 echo "build-gpu: $(du -sh "${bins[@]}" "$build/lib" | tr '\n' ' ')"
+total=$(du -cm "${bins[@]}" "$build/lib" | tail -1 | cut -f1)
+if ((total > 64)); then
+  # A device session carries at most 64 MiB of ignored paths to the GPU machine.
+  echo "build-gpu: ${total} MiB in all, over the 64 MiB a device session carries; FUSOR_WITH_LLVM=OFF builds without LLVM (the GPU binaries do not use it)" >&2
+fi
 echo "build-gpu: bundled: $(ls "$build/lib" | tr '\n' ' ')"
