@@ -273,6 +273,9 @@ struct CudaExecutable {
   std::vector<std::shared_ptr<const CudaKernel>> kernels;       // per launch
   std::vector<std::shared_ptr<const DeviceBuffer>> constants;   // per place (Constant places)
   DeviceBuffer arena;
+  // Per-run scratch (the places' addresses, one launch's buffers), touched only under the
+  // executor's run lock, so a run on a known shape allocates no host memory for them.
+  mutable std::vector<uint64_t> addr, buffers;
 };
 
 std::string list_inputs(const Graph& g) {
@@ -429,7 +432,8 @@ void CudaExecutor::run(const Graph& graph, const TensorMap& inputs, TensorMap& o
 
   std::lock_guard<std::mutex> lk(m.run_mu);
   const uint64_t arena = exe->arena.address();
-  std::vector<uint64_t> addr(plan.places.size(), 0);
+  std::vector<uint64_t>& addr = exe->addr;
+  addr.assign(plan.places.size(), 0);
   for (size_t p = 0; p < plan.places.size(); ++p) {
     const CudaPlace& pl = plan.places[p];
     switch (pl.kind) {
@@ -486,7 +490,7 @@ void CudaExecutor::run(const Graph& graph, const TensorMap& inputs, TensorMap& o
   for (size_t p = 0; p < plan.places.size(); ++p)
     if (plan.places[p].kind == CudaPlace::Kind::Alias) addr[p] = addr[size_t(plan.places[p].root)] + uint64_t(plan.places[p].offset);
 
-  std::vector<uint64_t> buffers;
+  std::vector<uint64_t>& buffers = exe->buffers;
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const CudaLaunch& l = plan.launches[i];
     buffers.clear();

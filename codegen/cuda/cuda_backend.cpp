@@ -251,14 +251,29 @@ void CudaBackend::launch(const CudaKernel& k, const std::vector<uint64_t>& buffe
   for (size_t i = 0; i < buffers.size(); ++i)
     FUSOR_CHECK(buffers[i] % src.alignment == 0, InvalidArgument, "cuda backend: buffer ", i, " (", k.spec.buffers[i].name,
                 ") of kernel '", k.spec.name, "' is not aligned to ", src.alignment, " bytes");
-  std::vector<cuda::CuDevicePtr> values(buffers.begin(), buffers.end());
-  std::vector<void*> params(values.size());
-  for (size_t i = 0; i < values.size(); ++i) params[i] = &values[i];
+  // The launch is on the engine's hot path: no allocation for the usual few buffers.
+  constexpr size_t kInline = 32;
+  cuda::CuDevicePtr inline_values[kInline];
+  void* inline_params[kInline];
+  std::vector<cuda::CuDevicePtr> heap_values;
+  std::vector<void*> heap_params;
+  cuda::CuDevicePtr* values = inline_values;
+  void** params = inline_params;
+  if (buffers.size() > kInline) {
+    heap_values.resize(buffers.size());
+    heap_params.resize(buffers.size());
+    values = heap_values.data();
+    params = heap_params.data();
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    values[i] = buffers[i];
+    params[i] = &values[i];
+  }
   DeviceContext& d = impl_->dev();
   d.make_current();
   const CudaLaunchConfig& l = src.launch;
   d.drv.check(d.drv.LaunchKernel(static_cast<cuda::CuFunction>(k.function), l.grid[0], l.grid[1], l.grid[2], l.block[0],
-                                 l.block[1], l.block[2], l.shared_bytes, d.stream, params.data(), nullptr),
+                                 l.block[1], l.block[2], l.shared_bytes, d.stream, params, nullptr),
               "cuda backend: cuLaunchKernel of '" + src.symbol + "' (" + src.variant + ")");
 }
 
