@@ -1,6 +1,9 @@
 #include "bench/cases.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "ir/builder.h"
 #include "ir/text_format.h"
@@ -38,7 +41,14 @@ void matmul_bias(Graph* g, TensorMap* in, int64_t m, int64_t k, int64_t n, bool 
   (*in)["x"] = randn({m, k}, 10);
 }
 
-Graph load_example(const char* name) { return load_graph(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name); }
+// The source tree: $FUSOR_SOURCE_DIR when set (a copy of the tree on another machine),
+// else the one this binary was built from.
+std::string source_dir() {
+  const char* dir = std::getenv("FUSOR_SOURCE_DIR");
+  return dir && *dir ? dir : FUSOR_SOURCE_DIR;
+}
+
+Graph load_example(const char* name) { return load_graph(source_dir() + "/examples/graphs/" + name); }
 
 std::vector<BenchCase> make_cases() {
   std::vector<BenchCase> c;
@@ -98,7 +108,82 @@ std::vector<BenchCase> make_cases() {
   return c;
 }
 
+std::string example_text(const char* name) {
+  std::ifstream in(source_dir() + "/examples/graphs/" + name);
+  FUSOR_CHECK(in.good(), Io, "cannot read ", source_dir(), "/examples/graphs/", name, " (set FUSOR_SOURCE_DIR)");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// `text` with every f32 tensor type turned into `dtype` ("f16").
+std::string as_dtype(std::string text, const std::string& dtype) {
+  const std::string from = ": f32[", to = ": " + dtype + "[";
+  for (size_t p = 0; (p = text.find(from, p)) != std::string::npos; p += to.size()) text.replace(p, from.size(), to);
+  return text;
+}
+
+DType dtype_of(const std::string& name) {
+  if (name == "f16") return DType::F16;
+  if (name == "bf16") return DType::BF16;
+  return DType::F32;
+}
+
+std::vector<BenchCase> make_gpu_cases() {
+  std::vector<BenchCase> c;
+  for (const char* dt : {"f32", "f16"}) {
+    const DType d = dtype_of(dt);
+    const double es = double(dtype_size(d));
+    for (int64_t t : {37, 128, 384}) {
+      const int64_t b = 8;
+      const double rows = double(b * t);
+      // 4 projections + 2 FFN GEMMs + attention (Q·Kᵀ and ·V) per layer.
+      double flops = 2.0 * rows * 768 * 768 * 4 + 2.0 * rows * 768 * 3072 * 2 + 2.0 * 2 * double(b) * 12 * double(t * t) * 64;
+      double bytes = es * (2 * rows * 768 + 4 * 768 * 768 + 2 * 768 * 3072);
+      c.push_back({"bert_layer_b8_seq" + std::to_string(t) + "_" + dt, flops, bytes, [t, d, dt = std::string(dt)](Graph* g, TensorMap* in) {
+                     *g = parse_graph(as_dtype(example_text("bert_layer"), dt));
+                     (*in)["x"] = make_random(d, {8, t, 768}, RandomRecipe::normal(10, 1.0));
+                     (*in)["mask"] = Tensor::zeros(d, Shape{8, 1, 1, t});
+                   }});
+    }
+  }
+  c.push_back({"resnet_bottleneck_b32_56x56_f32", 32 * 2.0 * 56 * 56 * (256 * 64 + 64 * 64 * 9 + 64 * 256),
+               32 * 4.0 * 2 * 256 * 56 * 56, [](Graph* g, TensorMap* in) {
+                 *g = parse_graph(example_text("resnet_bottleneck"));
+                 (*in)["x"] = randn({32, 256, 56, 56}, 10);
+               }});
+  for (const char* dt : {"f32", "f16"}) {
+    const DType d = dtype_of(dt);
+    const int64_t m = 4096, k = 768, n = 3072;
+    c.push_back({std::string("linear_bias_gelu_4096x768x3072_") + dt, 2.0 * m * k * n,
+                 double(dtype_size(d)) * double(m * k + k * n + n + m * n), [=, dt = std::string(dt)](Graph* g, TensorMap* in) {
+                   *g = parse_graph(as_dtype(
+                       "graph linear_bias_gelu\ninput x: f32[4096, 768]\nconst w: f32[768, 3072] = randn(seed=1, std=0.02)\n"
+                       "const b: f32[3072] = randn(seed=2, std=0.02)\nmm = MatMul(x, w)\nh = Add(mm, b)\n"
+                       "y = Gelu(h)\noutput y\n",
+                       dt));
+                   (*in)["x"] = make_random(d, {m, k}, RandomRecipe::normal(10, 1.0));
+                 }});
+  }
+  const int64_t n = int64_t(1) << 27;  // 128M floats: 512 MiB in, 512 MiB out
+  c.push_back({"eltwise_chain5_128M_f32", 5.0 * double(n), 4.0 * 2 * double(n), [n](Graph* g, TensorMap* in) {
+                 GraphBuilder b("eltwise_chain5");
+                 ValueId x = b.input("x", DType::F32, {n});
+                 ValueId y = b.mul(x, b.fill("a", {}, 0.5));
+                 y = b.add(y, b.fill("b", {}, 0.25));
+                 y = b.op(OpKind::Tanh, {y});
+                 y = b.mul(y, b.fill("c", {}, 2.0));
+                 b.output(b.add(y, b.fill("d", {}, -1.0)));
+                 *g = b.build();
+                 (*in)["x"] = randn({n}, 10);
+               }});
+  return c;
+}
+
 }  // namespace
+
+const std::vector<BenchCase>& gpu_bench_cases() {
+  static const std::vector<BenchCase> cases = make_gpu_cases();  // immutable table, built once
+  return cases;
+}
 
 const std::vector<BenchCase>& bench_cases() {
   static const std::vector<BenchCase> cases = make_cases();  // immutable table, built once

@@ -23,4 +23,10 @@ struct BenchCase {
 /// Every case, in report order.
 const std::vector<BenchCase>& bench_cases();
 
+/// The cases of the GPU benchmarks (bench/gpu_bench.cpp), at the batch sizes a GPU serves:
+/// the BERT-base layer at batch 8 (sequence 37, 128, 384; f32 and f16), the ResNet
+/// bottleneck at batch 32 (56x56), Linear+bias+GELU at 4096x768x3072 (f32 and f16) and a
+/// 5-op elementwise chain over 128M floats. Names end in the dtype.
+const std::vector<BenchCase>& gpu_bench_cases();
+
 }  // namespace fusor::bench

@@ -489,12 +489,17 @@ KernelSpec Lowerer::run() {
 }  // namespace
 
 bool resolve_view(const FusedGraph& fused, ValueId v, ValueId* root, StridedView* view) {
+  return resolve_view(fused, v, nullptr, root, view);
+}
+
+bool resolve_view(const FusedGraph& fused, ValueId v, const std::function<bool(ValueId)>& stop, ValueId* root,
+                  StridedView* view) {
   const Graph& g = fused.graph;
   std::vector<const Node*> chain;
   ValueId cur = v;
   for (;;) {
     const Value& val = g.value(cur);
-    if (val.kind != ValueKind::NodeOutput) break;
+    if (val.kind != ValueKind::NodeOutput || (cur != v && stop && stop(cur))) break;
     const Node& p = g.node(val.producer);
     if (!is_view_op(p.op)) break;
     chain.push_back(&p);
@@ -523,6 +528,30 @@ bool resolve_view(const FusedGraph& fused, ValueId v, ValueId* root, StridedView
   *root = cur;
   *view = std::move(sv);
   return true;
+}
+
+KernelSpec lower_view_copy(const FusedGraph& fused, ValueId v, ValueId root, const StridedView& view) {
+  const Graph& g = fused.graph;
+  const TensorType& out = fused.types[size_t(v)];
+  const TensorType& in = fused.types[size_t(root)];
+  FUSOR_ASSERT(view.shape == out.shape.dims() && in.dtype == out.dtype, "copy of '", g.value(v).name, "' from '",
+               g.value(root).name, "': the view does not match the value");
+  KernelSpec spec;
+  spec.kind = KernelKind::Pointwise;
+  spec.name = "copy_" + g.value(v).name;
+  spec.buffers.push_back({g.value(root).name, in.dtype, in.shape.numel(), false, g.value(root).kind == ValueKind::Constant});
+  spec.buffers.push_back({g.value(v).name, out.dtype, out.shape.numel(), true, false});
+  PointwiseSpec& p = spec.pointwise;
+  p.shape = out.shape.dims();
+  p.body.accesses.push_back(StridedAccess{0, in.dtype, view.strides, view.offset});
+  p.body.accesses.push_back(StridedAccess{1, out.dtype, out.shape.strides(), 0});
+  ScalarExpr load{ScalarOp::Load, in.dtype};
+  load.load = 0;
+  p.body.nodes.push_back(load);
+  p.body.stores.push_back({0, 1});
+  collapse(p);
+  spec.tasks = std::max<int64_t>(1, (Shape(p.shape).numel() + 16383) / 16384);
+  return spec;
 }
 
 std::optional<KernelSpec> lower_group(const FusedGraph& fused, const FusionGroup& group, std::string* why) {

@@ -3,6 +3,7 @@
 // cost nothing. Layer: codegen.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -21,5 +22,16 @@ std::optional<KernelSpec> lower_group(const FusedGraph& fused, const FusionGroup
 /// value), and the view of that buffer that equals v; false when a view in the chain
 /// needs a copy (then v itself must be materialized, and lowering reads v's own buffer).
 bool resolve_view(const FusedGraph& fused, ValueId v, ValueId* root, StridedView* view);
+
+/// The same, except that the chain also ends at the first value (v itself excluded) for
+/// which stop() is true: a value the runtime has already materialized, read contiguously.
+bool resolve_view(const FusedGraph& fused, ValueId v, const std::function<bool(ValueId)>& stop, ValueId* root,
+                  StridedView* view);
+
+/// The pointwise spec that materializes value v of `fused` (a view, or any value the
+/// runtime needs in a buffer of its own) by copying it from buffer `root` read through
+/// `view` (v's shape): buffers {root, v}. For runtimes without a host kernel for views
+/// (the GPU).
+KernelSpec lower_view_copy(const FusedGraph& fused, ValueId v, ValueId root, const StridedView& view);
 
 }  // namespace fusor

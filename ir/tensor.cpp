@@ -45,6 +45,28 @@ Tensor Tensor::borrow(void* data, DType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::wrap_device(uint64_t address, DType dtype, Shape shape, std::shared_ptr<void> owner) {
+  Tensor t;
+  t.numel_ = checked_numel(shape.dims(), "tensor " + std::string(dtype_name(dtype)) + shape.str());
+  FUSOR_CHECK(address != 0 || t.numel_ == 0, InvalidArgument, "Tensor::wrap_device: null device address for ",
+              dtype_name(dtype), shape.str());
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.address_ = address;
+  t.owner_ = std::move(owner);
+  t.device_ = Device::Cuda;
+  t.defined_ = true;
+  return t;
+}
+
+const char* device_name(Device d) { return d == Device::Host ? "host" : "cuda"; }
+
+void Tensor::check_host(const char* what) const {
+  if (device_ != Device::Host)
+    fail(ErrorCode::InvalidArgument, "tensor ", type_str(), " is in ", device_name(device_), " device memory: ", what,
+         " reads host memory (copy it to the host first, e.g. Engine::to_host)");
+}
+
 Tensor Tensor::from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
   Tensor t = empty(dtype, std::move(shape));
   FUSOR_CHECK(int64_t(values.size()) == t.numel_, ShapeMismatch, "Tensor::from_doubles: ",
@@ -54,6 +76,7 @@ Tensor Tensor::from_doubles(DType dtype, Shape shape, const std::vector<double>&
 }
 
 void Tensor::check_type(size_t size, int tag) const {
+  check_host("data()");
   bool ok = false;
   switch (dtype_) {
     case DType::F32: ok = tag == 1; break;
@@ -69,6 +92,7 @@ void Tensor::check_type(size_t size, int tag) const {
 }
 
 double Tensor::at(int64_t i) const {
+  check_host("at()");
   FUSOR_ASSERT(i >= 0 && i < numel_, "element ", i, " of ", type_str());
   const char* p = static_cast<const char*>(data_);
   switch (dtype_) {
@@ -83,6 +107,7 @@ double Tensor::at(int64_t i) const {
 }
 
 void Tensor::set(int64_t i, double v) {
+  check_host("set()");
   FUSOR_ASSERT(i >= 0 && i < numel_, "element ", i, " of ", type_str());
   char* p = static_cast<char*>(data_);
   switch (dtype_) {
@@ -97,6 +122,7 @@ void Tensor::set(int64_t i, double v) {
 
 Tensor Tensor::clone() const {
   FUSOR_CHECK(defined_, InvalidArgument, "clone of an undefined tensor");
+  check_host("clone()");
   Tensor t = empty(dtype_, shape_);
   if (nbytes()) std::memcpy(t.data_, data_, nbytes());
   return t;

@@ -26,6 +26,7 @@
 #include "ir/passes/pipeline.h"
 #include "ir/verifier.h"
 #include "jit/arena.h"
+#include "jit/cuda_executor.h"
 #include "jit/thread_pool.h"
 
 namespace fusor {
@@ -35,6 +36,7 @@ std::string_view backend_name(BackendKind b) {
     case BackendKind::Static: return "static";
     case BackendKind::Llvm: return "llvm";
     case BackendKind::Asmjit: return "asmjit";
+    case BackendKind::Cuda: return "cuda";
   }
   return "?";
 }
@@ -43,7 +45,8 @@ BackendKind parse_backend(std::string_view name) {
   if (name == "static") return BackendKind::Static;
   if (name == "llvm") return BackendKind::Llvm;
   if (name == "asmjit") return BackendKind::Asmjit;
-  fail(ErrorCode::InvalidArgument, "unknown backend '", name, "' (choices: static, llvm, asmjit)");
+  if (name == "cuda") return BackendKind::Cuda;
+  fail(ErrorCode::InvalidArgument, "unknown backend '", name, "' (choices: static, llvm, asmjit, cuda)");
 }
 
 uint64_t EngineOptions::hash() const {
@@ -346,7 +349,8 @@ struct Engine::Impl {
         }
       }
     }
-    if (jit && jit->can_load()) {
+    const bool cuda_backend = options.backend == BackendKind::Cuda;
+    if ((jit && jit->can_load()) || cuda_backend) {
       if (options.disk_cache) {
         DiskStore::Options so;
         so.dir = options.cache_dir;
@@ -354,6 +358,12 @@ struct Engine::Impl {
         store = std::make_unique<DiskStore>(DiskStore::open(so));  // disabled (with a warning) when unusable
         if (!store->enabled()) store.reset();
       }
+    }
+    if (cuda_backend) {
+      CudaExecutor::Options co{options.cuda_device, options.dump_dir, store.get(), options_hash, options.plan_cache_bytes,
+                               options.kernel_cache_bytes, options.packed_cache_bytes,
+                               [this](const Graph& g, const std::vector<TensorType>& t) { return fuse(g, t); }, options.warn};
+      cuda = std::make_unique<CudaExecutor>(std::move(co));  // throws DeviceUnavailable with the reason
     }
   }
 
@@ -676,6 +686,7 @@ struct Engine::Impl {
   std::unique_ptr<JitBackend> jit;         // the backend of options.backend (none for static)
   std::unique_ptr<JitBackend> first_tier;  // tiering: asmjit, serving new shapes until jit's plan is ready
   std::unique_ptr<DiskStore> store;   // the persistent kernel store, when in use
+  std::unique_ptr<CudaExecutor> cuda;  // backend cuda: runs every plan (jit/cuda_executor.h)
   KeyedCache<PlanKey, PlanEntry, PlanKeyHash> plans;
   KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
   KeyedCache<PackKey, Tensor, PackKeyHash> packed;
@@ -748,6 +759,7 @@ EngineStats Engine::stats() const {
   s.background_swaps = m.background.swaps();
   s.first_tier_kept = m.first_tier_kept.load();
   s.symbolic_steps = m.symbolic_steps.load();
+  if (m.cuda) m.cuda->add_stats(s);
   s.disk_enabled = m.store != nullptr;
   if (m.store) {
     s.disk_dir = m.store->dir();
@@ -766,6 +778,7 @@ TensorMap Engine::run(const Graph& graph, const TensorMap& inputs) {
 }
 
 void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs) {
+  if (impl_->cuda) return impl_->cuda->run(graph, inputs, outputs);
   for (const auto& [name, t] : outputs) {
     bool found = false;
     for (ValueId o : graph.outputs()) found |= graph.value(o).name == name;
@@ -881,8 +894,25 @@ void Engine::prepare(const Graph& graph, const DimBindings& dims) {
   key.inputs = input_types_from_dims(graph, dims);
   key.graph_fingerprint = graph.fingerprint();
   key.options_hash = impl_->options_hash;
+  if (impl_->cuda) return impl_->cuda->prepare(graph, key.inputs);
   impl_->plan_for(graph, key);
   impl_->background.drain();  // the final plan, not the one serving until it is ready
+}
+
+void Engine::synchronize() {
+  if (impl_->cuda) impl_->cuda->synchronize();
+}
+
+Tensor Engine::to_device(const Tensor& t) {
+  FUSOR_CHECK(impl_->cuda, InvalidArgument, "Engine::to_device needs an engine with backend cuda (this one is ",
+              backend_name(impl_->options.backend), ")");
+  return impl_->cuda->to_device(t);
+}
+
+Tensor Engine::to_host(const Tensor& t) {
+  FUSOR_CHECK(impl_->cuda, InvalidArgument, "Engine::to_host needs an engine with backend cuda (this one is ",
+              backend_name(impl_->options.backend), ")");
+  return impl_->cuda->to_host(t);
 }
 
 std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool json) {

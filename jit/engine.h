@@ -25,10 +25,12 @@ namespace fusor {
 /// fused group the LLVM backend takes (pointwise, row reductions, contractions, attention)
 /// becomes one JIT-compiled kernel (-O3, tens of ms per kernel); Asmjit: the same from the
 /// asmjit backend (machine code emitted directly, well under 1 ms per kernel; no attention
-/// yet). Groups a backend declines run on the static kernels.
-enum class BackendKind : uint8_t { Static, Llvm, Asmjit };
+/// yet). Groups a backend declines run on the static kernels. Cuda: every group runs as a
+/// kernel NVRTC compiled for the CUDA device (jit/cuda_executor.h), none on the host: a
+/// group without a CUDA kernel is Error(Unsupported); inputs may be host or device tensors.
+enum class BackendKind : uint8_t { Static, Llvm, Asmjit, Cuda };
 
-/// "static", "llvm", "asmjit".
+/// "static", "llvm", "asmjit", "cuda".
 std::string_view backend_name(BackendKind b);
 /// Parses a backend name; InvalidArgument names the choices otherwise.
 BackendKind parse_backend(std::string_view name);
@@ -36,6 +38,8 @@ BackendKind parse_backend(std::string_view name);
 /// Everything that configures an Engine, in one place.
 struct EngineOptions {
   BackendKind backend = BackendKind::Static;
+  /// Backend cuda: the CUDA device ordinal.
+  int cuda_device = 0;
   /// Threads for kernels (the caller's thread included); <= 0 means one per core.
   int num_threads = 0;
   /// Trace, rewrite and group the graph per shape signature (ir/passes/pipeline.h). Off
@@ -113,6 +117,7 @@ struct EngineStats {
   uint64_t background_swaps = 0;  ///< background JIT plans swapped in (background_compile, tiering)
   uint64_t first_tier_kept = 0;   ///< tiering: kernels where asmjit's code ran faster than LLVM's and stayed
   uint64_t symbolic_steps = 0;    ///< symbolic_dim: steps of first plans that ran a symbolic kernel
+  uint64_t device_launches = 0;   ///< backend cuda: kernels launched on the device
   std::string disk_dir;           ///< the persistent store's folder ("" when off)
   uint64_t disk_entries = 0;      ///< kernels the store holds now (every graph's, every process's)
   uint64_t disk_bytes = 0;        ///< their size on disk
@@ -136,7 +141,7 @@ using TensorMap = std::map<std::string, Tensor, std::less<>>;
 class Engine {
  public:
   /// Throws DeviceUnavailable (with the reason) when the chosen backend is not in this
-  /// build or cannot target this machine.
+  /// build or cannot target this machine (backend cuda: no libcuda, no device, no NVRTC).
   explicit Engine(EngineOptions options = {});
   ~Engine();
   Engine(const Engine&) = delete;
@@ -146,6 +151,9 @@ class Engine {
   /// by name, in memory the engine allocated. Throws InvalidArgument for an unknown or
   /// missing input, DTypeMismatch / ShapeMismatch for inputs that do not fit their
   /// declaration, and the graph's own errors (InvalidGraph, ShapeMismatch, ...).
+  /// Backend cuda: host inputs are copied to the device and the outputs back to the host;
+  /// when any input is a device tensor (to_device) the outputs stay on the device and the
+  /// run returns once its work is enqueued on the engine's stream.
   TensorMap run(const Graph& graph, const TensorMap& inputs);
 
   /// Same, writing outputs into `outputs`: a tensor already there under an output's name
@@ -159,6 +167,18 @@ class Engine {
   /// that shape only executes; with background_compile, tiering or symbolic_dim it waits
   /// for the final plan. What `fusor warmup` calls for each shape. Thread-safe.
   void prepare(const Graph& graph, const DimBindings& dims);
+
+  /// Backend cuda: a copy of host tensor `t` in device memory, enqueued on the engine's
+  /// stream (a device tensor is returned as is). InvalidArgument on another backend.
+  Tensor to_device(const Tensor& t);
+  /// Backend cuda: a host copy of device tensor `t`, once the work enqueued before it is
+  /// done (a host tensor is returned as is). InvalidArgument on another backend.
+  Tensor to_host(const Tensor& t);
+
+  /// Backend cuda: waits until every run, copy and launch enqueued on the engine's stream
+  /// is done (throws Internal with the driver's reason when a kernel faulted). Elsewhere
+  /// a no-op: runs return when their work is done.
+  void synchronize();
 
   /// Waits until the background JIT plans queued so far (background_compile) are built and
   /// swapped in.

@@ -197,13 +197,30 @@ std::unique_ptr<CudaBackend> make_cuda_backend(int ordinal, CudaOptions options)
 }
 
 std::shared_ptr<const CudaKernel> CudaBackend::compile(const KernelSpec& spec) {
+  CudaBinary binary = impl_->compiler->compile(spec, impl_->arch);
+  return load_binary(spec, std::move(binary));
+}
+
+std::shared_ptr<const CudaKernel> CudaBackend::load(const KernelSpec& spec, std::string cubin) {
+  CudaBinary binary;
+  binary.source = render_cuda(spec, cuda_symbol(spec));
+  binary.arch = impl_->arch;
+  binary.cubin = std::move(cubin);
+  return load_binary(spec, std::move(binary));
+}
+
+std::shared_ptr<const CudaKernel> CudaBackend::load_binary(const KernelSpec& spec, CudaBinary binary) {
   auto k = std::make_shared<CudaKernel>();
   k->spec = spec;
-  k->binary = impl_->compiler->compile(spec, impl_->arch);
+  k->binary = std::move(binary);
   const CudaSource& src = k->binary.source;
   FUSOR_CHECK(int64_t(src.launch.shared_bytes) <= impl_->max_shared_optin, Unsupported, "cuda backend: kernel '", spec.name,
               "' needs ", src.launch.shared_bytes, " bytes of shared memory; ", impl_->name, " allows ",
               impl_->max_shared_optin);
+  // cuModuleLoadData reads an ELF image of unstated length: a stored image too short to be
+  // one is refused here rather than read past its end.
+  FUSOR_CHECK(k->binary.cubin.size() >= 64 && k->binary.cubin.compare(0, 4, "\x7f" "ELF") == 0, CompileFailed,
+              "cuda backend: the image of kernel '", src.symbol, "' is not a cubin (", k->binary.cubin.size(), " bytes)");
   DeviceContext& d = impl_->dev();
   d.make_current();
   auto t0 = std::chrono::steady_clock::now();
@@ -234,14 +251,29 @@ void CudaBackend::launch(const CudaKernel& k, const std::vector<uint64_t>& buffe
   for (size_t i = 0; i < buffers.size(); ++i)
     FUSOR_CHECK(buffers[i] % src.alignment == 0, InvalidArgument, "cuda backend: buffer ", i, " (", k.spec.buffers[i].name,
                 ") of kernel '", k.spec.name, "' is not aligned to ", src.alignment, " bytes");
-  std::vector<cuda::CuDevicePtr> values(buffers.begin(), buffers.end());
-  std::vector<void*> params(values.size());
-  for (size_t i = 0; i < values.size(); ++i) params[i] = &values[i];
+  // The launch is on the engine's hot path: no allocation for the usual few buffers.
+  constexpr size_t kInline = 32;
+  cuda::CuDevicePtr inline_values[kInline];
+  void* inline_params[kInline];
+  std::vector<cuda::CuDevicePtr> heap_values;
+  std::vector<void*> heap_params;
+  cuda::CuDevicePtr* values = inline_values;
+  void** params = inline_params;
+  if (buffers.size() > kInline) {
+    heap_values.resize(buffers.size());
+    heap_params.resize(buffers.size());
+    values = heap_values.data();
+    params = heap_params.data();
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    values[i] = buffers[i];
+    params[i] = &values[i];
+  }
   DeviceContext& d = impl_->dev();
   d.make_current();
   const CudaLaunchConfig& l = src.launch;
   d.drv.check(d.drv.LaunchKernel(static_cast<cuda::CuFunction>(k.function), l.grid[0], l.grid[1], l.grid[2], l.block[0],
-                                 l.block[1], l.block[2], l.shared_bytes, d.stream, params.data(), nullptr),
+                                 l.block[1], l.block[2], l.shared_bytes, d.stream, params, nullptr),
               "cuda backend: cuLaunchKernel of '" + src.symbol + "' (" + src.variant + ")");
 }
 
@@ -266,17 +298,25 @@ DeviceBuffer CudaBackend::alloc(size_t bytes) {
 
 void CudaBackend::copy_to_device(DeviceBuffer& dst, const void* src, size_t bytes) {
   FUSOR_CHECK(bytes <= dst.bytes(), InvalidArgument, "cuda backend: copy of ", bytes, " bytes into a buffer of ", dst.bytes());
+  copy_to_device(dst.address(), src, bytes);
+}
+
+void CudaBackend::copy_to_device(uint64_t dst, const void* src, size_t bytes) {
   DeviceContext& d = impl_->dev();
   d.make_current();
   // From pageable memory the data is staged before the call returns: `src` may be reused.
-  if (bytes) d.drv.check(d.drv.MemcpyHtoDAsync(dst.address(), src, bytes, d.stream), "cuda backend: cuMemcpyHtoDAsync");
+  if (bytes) d.drv.check(d.drv.MemcpyHtoDAsync(dst, src, bytes, d.stream), "cuda backend: cuMemcpyHtoDAsync");
 }
 
 void CudaBackend::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes) {
   FUSOR_CHECK(bytes <= src.bytes(), InvalidArgument, "cuda backend: copy of ", bytes, " bytes out of a buffer of ", src.bytes());
+  copy_to_host(dst, src.address(), bytes);
+}
+
+void CudaBackend::copy_to_host(void* dst, uint64_t src, size_t bytes) {
   DeviceContext& d = impl_->dev();
   d.make_current();
-  if (bytes) d.drv.check(d.drv.MemcpyDtoHAsync(dst, src.address(), bytes, d.stream), "cuda backend: cuMemcpyDtoHAsync");
+  if (bytes) d.drv.check(d.drv.MemcpyDtoHAsync(dst, src, bytes, d.stream), "cuda backend: cuMemcpyDtoHAsync");
   d.drv.check(d.drv.StreamSynchronize(d.stream), "cuda backend: cuStreamSynchronize");
 }
 

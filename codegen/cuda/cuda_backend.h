@@ -120,6 +120,12 @@ class CudaBackend {
   /// Error(Unsupported), Error(CompileFailed) (with the source and NVRTC's log, or the
   /// driver's reason when the cubin does not load).
   std::shared_ptr<const CudaKernel> compile(const KernelSpec& spec);
+  /// Loads `spec`'s kernel from `cubin`, the CudaBinary::cubin that this NVRTC version built
+  /// for arch() (e.g. from the persistent store): the spec is rendered again for its symbol
+  /// and launch configuration (microseconds) and nothing is compiled. Throws
+  /// Error(Unsupported) when the renderer declines the spec, Error(CompileFailed) with the
+  /// driver's reason when the image does not load or lacks the kernel's symbol.
+  std::shared_ptr<const CudaKernel> load(const KernelSpec& spec, std::string cubin);
   /// Enqueues `k` on the stream; buffers[i] is the device address of spec.buffers[i]
   /// (aligned to k.binary.source.alignment). Throws Error(InvalidArgument) on a wrong
   /// count or a misaligned address, Error(Internal) when the launch fails.
@@ -134,6 +140,10 @@ class CudaBackend {
   void copy_to_device(DeviceBuffer& dst, const void* src, size_t bytes);
   /// Copies to host memory after everything enqueued before it; returns when done.
   void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes);
+  /// The same at a device address (inside memory this backend allocated).
+  void copy_to_device(uint64_t dst, const void* src, size_t bytes);
+  /// The same from a device address (inside memory this backend allocated).
+  void copy_to_host(void* dst, uint64_t src, size_t bytes);
   /// Enqueues setting every byte of `dst` to `value` on the stream.
   void fill(DeviceBuffer& dst, unsigned char value);
 
@@ -149,6 +159,8 @@ class CudaBackend {
  private:
   friend std::unique_ptr<CudaBackend> make_cuda_backend(int ordinal, CudaOptions options);
   explicit CudaBackend(std::unique_ptr<Impl> impl);
+  // Loads a compiled (or stored) binary of `spec` on the device.
+  std::shared_ptr<const CudaKernel> load_binary(const KernelSpec& spec, CudaBinary binary);
   std::unique_ptr<Impl> impl_;
 };
 

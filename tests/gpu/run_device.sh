@@ -7,6 +7,7 @@
 #   gpu_bench.json        Google Benchmark JSON of fusor_gpu_bench (when present)
 #   summary.json          every step's exit status and seconds, and the test counts
 # usage: tests/gpu/run_device.sh OUT [BUILD_DIR]   (BUILD_DIR defaults to build-gpu, then build-cuda)
+# build-gpu comes from scripts/build-gpu.sh (static LLVM, the other libraries in build-gpu/lib).
 set -u
 out=${1:?usage: run_device.sh OUT [BUILD_DIR]}
 build=${2:-}
@@ -16,6 +17,16 @@ if [[ -z $build ]]; then
   done
 fi
 mkdir -p "$out"
+# scripts/build-gpu.sh bundles the libraries that machine lacks in BUILD_DIR/lib; the
+# binaries find their own there (RUNPATH), this lets those libraries find theirs
+# (OpenBLAS its Fortran runtime).
+if [[ -n $build && -d $build/lib ]]; then
+  export LD_LIBRARY_PATH=$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+# The binaries read examples/graphs from the tree they run in, not the one they were built in.
+export FUSOR_SOURCE_DIR=$PWD
+# Engines that use the persistent store keep it in a scratch folder, never in the home.
+export FUSOR_CACHE_DIR=$(mktemp -d)
 budget=470  # seconds: 8 minutes less a margin for the copy back
 start=$SECONDS
 steps=()

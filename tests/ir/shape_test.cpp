@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <memory>
+
 #include "ir/error.h"
 #include "ir/shape.h"
 #include "ir/tensor.h"
@@ -109,5 +112,38 @@ TEST_SUITE("ir/tensor") {
       t.set(0, 1.0);
       CHECK(t.at(0) == 1.0);
     }
+  }
+
+  TEST_CASE("a device tensor carries its address and owner and refuses host access") {
+    auto owner = std::make_shared<int>(7);
+    std::weak_ptr<int> watch = owner;
+    Tensor t = Tensor::wrap_device(0x7f0000001000, DType::F16, Shape{2, 3}, owner);
+    owner.reset();
+    CHECK_FALSE(watch.expired());  // the tensor keeps its allocation alive
+    CHECK(t.defined());
+    CHECK(t.device() == Device::Cuda);
+    CHECK(t.device_address() == 0x7f0000001000);
+    CHECK(t.raw() == nullptr);
+    CHECK(t.nbytes() == 12);
+    Tensor v = t.reshaped(Shape{3, 2});
+    CHECK(v.device() == Device::Cuda);
+    CHECK(v.device_address() == t.device_address());
+    for (auto access : std::initializer_list<std::function<void()>>{[&] { (void)t.at(0); }, [&] { t.set(0, 1.0); },
+                                                                  [&] { (void)t.clone(); },
+                                                                  [&] { (void)t.data<uint16_t>(); }}) {
+      try {
+        access();
+        FAIL("host access to device memory did not throw");
+      } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::InvalidArgument);
+        CHECK(std::string(e.what()).find("f16[2, 3] is in cuda device memory") != std::string::npos);
+      }
+    }
+    t = Tensor();
+    v = Tensor();
+    CHECK(watch.expired());
+    CHECK_THROWS_AS(Tensor::wrap_device(0, DType::F32, Shape{4}, nullptr), Error);
+    CHECK(Tensor::wrap_device(0, DType::F32, Shape{0}, nullptr).numel() == 0);
+    CHECK(Tensor::empty(DType::F32, Shape{1}).device_address() == 0);
   }
 }

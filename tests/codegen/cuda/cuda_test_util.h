@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +19,14 @@
 #include "tests/support/test_util.h"
 
 namespace fusor::test {
+
+/// The file at `relative` under the source tree: $FUSOR_SOURCE_DIR when set (the GPU
+/// machine runs these binaries from a copy of the tree at another path;
+/// tests/gpu/run_device.sh sets it), else the tree this binary was built from.
+inline std::string source_path(const std::string& relative) {
+  const char* dir = std::getenv("FUSOR_SOURCE_DIR");
+  return std::string(dir && *dir ? dir : FUSOR_SOURCE_DIR) + "/" + relative;
+}
 
 /// NVRTC for the whole test process, or nullptr after saying why the test is skipped.
 inline CudaCompiler* nvrtc_or_skip() {

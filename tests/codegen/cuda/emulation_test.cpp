@@ -8,73 +8,24 @@
 // thing. Skips with a reason when no host compiler is found.
 #include <doctest/doctest.h>
 
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "codegen/cuda/render_cuda.h"
-#include "codegen/cuda/render_expr.h"
 #include "tests/codegen/cuda/cuda_cases.h"
 #include "tests/codegen/cuda/cuda_test_util.h"
+#include "tests/codegen/cuda/emulation_util.h"
 #include "tests/support/temp_dir.h"
 
 using namespace fusor;
 
 namespace {
 
-// The C++ compiler this build used (from its CMakeCache.txt), or "" when it is not there.
-std::string host_compiler() {
-  std::ifstream cache(std::string(FUSOR_BINARY_DIR) + "/CMakeCache.txt");
-  const std::string key = "CMAKE_CXX_COMPILER:FILEPATH=";
-  for (std::string line; std::getline(cache, line);)
-    if (line.rfind(key, 0) == 0) {
-      std::string path = line.substr(key.size());
-      return std::ifstream(path).good() ? path : "";
-    }
-  return "";
-}
-
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
-}
-
-// The rendered kernel as host C++ with an entry point fusor_emulate(void** buffers).
-std::string host_source(const KernelSpec& spec, const CudaSource& src) {
-  std::string s = src.code;
-  replace_all(s, "asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));", "f = fusor_emu::f16_to_f32(h);");
-  replace_all(s, "asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));", "h = fusor_emu::f32_to_f16(f);");
-  replace_all(s, "extern __shared__ float smem[];", "float* smem = fusor_emu::dynamic_shared;");
-  if (size_t m = s.find("  asm volatile(\"mma.sync"); m != std::string::npos) {
-    const size_t e = s.find(");\n}", m);
-    REQUIRE(e != std::string::npos);
-    const bool bf16 = s.find(".bf16.bf16", m) < e;
-    s.replace(m, e + 2 - m, std::string("  fusor_emu::mma_16816(c, a, b, ") + (bf16 ? "true" : "false") + ");");
-  }
-  REQUIRE_MESSAGE(s.find("asm") == std::string::npos, "inline PTX the emulation has no stand-in for:\n", s);
-  std::string call = src.symbol + "(";
-  for (size_t i = 0; i < spec.buffers.size(); ++i)
-    call += std::string(i ? ", " : "") + "(" + (spec.buffers[i].output ? "" : "const ") +
-            cuda_src::storage_type(spec.buffers[i].dtype) + "*)buffers[" + std::to_string(i) + "]";
-  const CudaLaunchConfig& l = src.launch;
-  return "#include \"tests/codegen/cuda/host_emulation.h\"\n" + s +
-         "extern \"C\" void fusor_emulate(void** buffers) {\n  fusor_emu::launch(" + std::to_string(l.grid[0]) + ", " +
-         std::to_string(l.grid[1]) + ", " + std::to_string(l.grid[2]) + ", " + std::to_string(l.block[0]) + ", " +
-         std::to_string(l.shared_bytes) + ", [&] { " + call + "); });\n}\n";
-}
-
 // Compiles, runs and checks every case of `kind` whose variant does (tensor_cores) or does
 // not contain "mma"; skips with a reason without a compiler.
 void check_kind(KernelKind kind, bool tensor_cores = false) {
-  const std::string cxx = host_compiler();
-  if (cxx.empty()) {
-    MESSAGE("skipped (no host C++ compiler recorded in " << FUSOR_BINARY_DIR << "/CMakeCache.txt)");
-    return;
-  }
-  if (!std::ifstream(std::string(FUSOR_SOURCE_DIR) + "/tests/codegen/cuda/host_emulation.h")) {
-    MESSAGE("skipped (the sources are not at " << FUSOR_SOURCE_DIR << ")");
+  const std::string why = test::emulation_unavailable();
+  if (!why.empty()) {
+    MESSAGE("skipped (" << why << ")");
     return;
   }
   test::TempDir dir("cuda-emulation");
@@ -86,19 +37,7 @@ void check_kind(KernelKind kind, bool tensor_cores = false) {
     CudaSource src = render_cuda(spec, "fusor_emulated");
     if ((src.variant.find("mma") != std::string::npos) != tensor_cores) continue;
     INFO("variant: " << src.variant);
-    const std::string cpp = dir.file("k" + std::to_string(checked) + ".cpp"), so = dir.file("k" + std::to_string(checked) + ".so"),
-                      log = dir.file("k" + std::to_string(checked) + ".log");
-    std::ofstream(cpp) << host_source(spec, src);
-    const std::string cmd = cxx + " -std=c++20 -O1 -w -fPIC -shared -pthread -I" + FUSOR_SOURCE_DIR + " -o " + so + " " +
-                            cpp + " > " + log + " 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream l(log);
-      FAIL("the host compiler rejected the emulated kernel:\n" << std::string(std::istreambuf_iterator<char>(l), {}));
-    }
-    std::unique_ptr<void, int (*)(void*)> lib(dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
-    REQUIRE_MESSAGE(lib != nullptr, std::string(dlerror()));
-    auto run = reinterpret_cast<void (*)(void**)>(dlsym(lib.get(), "fusor_emulate"));
-    REQUIRE_MESSAGE(bool(run), "no fusor_emulate in ", so);
+    test::EmulatedKernel kernel(spec, src, dir.path().string(), "k" + std::to_string(checked));
     std::vector<Tensor> in = test::random_buffers(spec, 1), got = in, want = in;
     std::vector<void*> pointers;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -108,7 +47,7 @@ void check_kind(KernelKind kind, bool tensor_cores = false) {
       }
       pointers.push_back(got[i].raw());
     }
-    run(pointers.data());
+    kernel.run(pointers.data());
     test::interpret(spec, want);
     for (size_t i = 0; i < spec.buffers.size(); ++i)
       if (spec.buffers[i].output) FUSOR_CHECK_CLOSE(got[i], want[i], c.rtol, c.atol);
