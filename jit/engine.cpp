@@ -249,6 +249,9 @@ struct PlanEntry {
   mutable std::atomic<std::shared_ptr<const Plan>> plan;
 };
 
+// True on the thread of BackgroundPlans (so compiles there count as background ones).
+thread_local bool tl_background_thread = false;
+
 class BackgroundPlans {
  public:
   // Builds the final plan of a shape, given the plan serving it until then.
@@ -284,6 +287,7 @@ class BackgroundPlans {
     std::shared_ptr<PlanEntry> entry;
   };
   void loop() {
+    tl_background_thread = true;
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
       cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
@@ -496,6 +500,7 @@ struct Engine::Impl {
     if (!k) {
       k = be.compile(key.spec);
       compiled.fetch_add(1, std::memory_order_relaxed);
+      if (tl_background_thread) compiled_background.fetch_add(1, std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> lk(by_backend_mu);
         compile_us_by_backend[std::string(be.name())] += uint64_t(k->compile_us);
@@ -695,7 +700,7 @@ struct Engine::Impl {
   KeyedCache<PlanKey, ReferenceSpecs, PlanKeyHash> references{{uint64_t(64) << 20, nullptr, nullptr}};
   static constexpr size_t kInternMinBytes = 4096;  // small constants are cheaper to keep per plan
   std::atomic<uint64_t> compiled{0}, disk_hits{0}, disk_writes{0}, load_us{0};
-  std::atomic<uint64_t> first_tier_kept{0}, symbolic_steps{0};
+  std::atomic<uint64_t> first_tier_kept{0}, symbolic_steps{0}, compiled_background{0};
   std::mutex by_backend_mu;
   std::map<std::string, uint64_t> compile_us_by_backend;  // compile time per backend
   ArenaPool arenas;
@@ -743,6 +748,7 @@ EngineStats Engine::stats() const {
   s.plan_bytes = p.bytes;
   s.kernel_hits = k.hits;
   s.kernels_compiled = m.compiled.load();
+  s.kernels_compiled_background = m.compiled_background.load();
   s.disk_hits = m.disk_hits.load();
   s.disk_writes = m.disk_writes.load();
   s.kernel_evictions = k.evictions;

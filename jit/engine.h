@@ -105,6 +105,7 @@ struct EngineStats {
   uint64_t plan_bytes = 0;        ///< held now: the plans' arenas and their own constants
   uint64_t kernel_hits = 0;       ///< kernels a plan found already in memory
   uint64_t kernels_compiled = 0;  ///< kernels compiled by a JIT backend
+  uint64_t kernels_compiled_background = 0;  ///< of those, compiled by background plans (no run waited)
   uint64_t disk_hits = 0;         ///< kernels loaded from the persistent store, not compiled
   uint64_t disk_writes = 0;       ///< kernels saved to the persistent store
   uint64_t kernel_evictions = 0;
