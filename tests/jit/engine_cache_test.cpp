@@ -364,6 +364,7 @@ TEST_SUITE("jit/symbolic") {
     CHECK(s.symbolic_steps == 7 * 3);
     CHECK(s.background_swaps == 7);
     CHECK(s.kernels_compiled - after_19 == 6 * 3);  // only exact kernels: no symbolic one again
+    CHECK(s.kernels_compiled_background == s.kernels_compiled - 3);  // no run waited but the first
     bool symbolic_ran = false, exact_ran = false;
     for (const StepProfile& p : e->profile()) {
       symbolic_ran |= p.step.rfind("llvm symbolic ", 0) == 0;
