@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "bench/bench_main.h"
 #include "bench/cases.h"
 #include "ir/builder.h"
 #include "codegen/asmjit/asmjit_backend.h"
@@ -163,7 +164,7 @@ void first_request(benchmark::State& state, const char* mode) {
   }
 }
 
-int register_all() {
+void register_all() {
   benchmark::RegisterBenchmark("dispatch/cache_hit", dispatch_cache_hit)->Unit(benchmark::kMicrosecond);
   for (int t : {1, 2}) {
     benchmark::RegisterBenchmark(("static_sgemm_128x768x3072/static/t" + std::to_string(t)).c_str(), single_op,
@@ -213,23 +214,17 @@ int register_all() {
         benchmark::RegisterBenchmark((c.name + "/" + std::string(backend_name(backend)) + "/t" + std::to_string(t)).c_str(),
                                      run_case, c, backend, t)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
-  return 0;
 }
 
 }  // namespace
 }  // namespace fusor::bench
 
 int main(int argc, char** argv) {
-  // This machine's ceilings (../shared/BENCH.md), printed in the context so that every
-  // figure can be read against them.
-  benchmark::AddCustomContext("ceiling_fma_gflops_t1", "115");
-  benchmark::AddCustomContext("ceiling_fma_gflops_t2", "228");
-  benchmark::AddCustomContext("ceiling_copy_GBps_t1", "22");
-  benchmark::AddCustomContext("ceiling_copy_GBps_t2", "31");
-  fusor::bench::register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  // This machine's ceilings (../shared/BENCH.md), so that every figure reads against them.
+  return fusor::bench::bench_main(argc, argv,
+                                  {{"ceiling_fma_gflops_t1", "115"},
+                                   {"ceiling_fma_gflops_t2", "228"},
+                                   {"ceiling_copy_GBps_t1", "22"},
+                                   {"ceiling_copy_GBps_t2", "31"}},
+                                  fusor::bench::register_all);
 }

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <string>
 
+#include "bench/bench_main.h"
 #include "bench/cases.h"
 #include "jit/engine.h"
 
@@ -115,14 +116,10 @@ void register_all() {
 }  // namespace fusor::bench
 
 int main(int argc, char** argv) {
-  // The H200's ceilings (../shared/GPU.md, BENCH.md), printed so every figure reads against them.
-  benchmark::AddCustomContext("ceiling_hbm_GBps", "4800");
-  benchmark::AddCustomContext("measured_d2d_copy_GBps", "3900");
-  benchmark::AddCustomContext("measured_bf16_matmul_tflops", "790");
-  fusor::bench::register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  // The H200's ceilings (../shared/GPU.md, BENCH.md), so that every figure reads against them.
+  return fusor::bench::bench_main(argc, argv,
+                                  {{"ceiling_hbm_GBps", "4800"},
+                                   {"measured_d2d_copy_GBps", "3900"},
+                                   {"measured_bf16_matmul_tflops", "790"}},
+                                  fusor::bench::register_all);
 }
