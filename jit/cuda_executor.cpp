@@ -14,6 +14,7 @@
 #include "codegen/lower.h"
 #include "ir/hash.h"
 #include "jit/arena.h"
+#include "jit/bind_run.h"
 
 namespace fusor {
 
@@ -278,11 +279,6 @@ struct CudaExecutable {
   mutable std::vector<uint64_t> addr, buffers;
 };
 
-std::string list_inputs(const Graph& g) {
-  std::string s;
-  for (ValueId v : g.inputs()) s += (s.empty() ? "" : ", ") + g.value(v).name;
-  return s.empty() ? "none" : s;
-}
 
 void check_device_alignment(const Tensor& t, const char* role, const std::string& name) {
   FUSOR_CHECK(t.device_address() % kKernelAlignment == 0, InvalidArgument, role, " '", name, "' (", t.type_str(),
@@ -396,36 +392,14 @@ void CudaExecutor::prepare(const Graph& graph, const std::vector<TensorType>& in
 
 void CudaExecutor::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs) {
   Impl& m = *impl_;
-  for (const auto& [name, t] : outputs) {
-    bool found = false;
-    for (ValueId o : graph.outputs()) found |= graph.value(o).name == name;
-    FUSOR_CHECK(found, InvalidArgument, "'", name, "' was supplied as an output but graph '", graph.name(),
-                "' has no output of that name");
-  }
-  for (const auto& [name, t] : inputs) {
-    ValueId v = graph.find_value(name);
-    FUSOR_CHECK(v != kNoValue && graph.value(v).kind == ValueKind::Input, InvalidArgument, "graph '", graph.name(),
-                "' has no input named '", name, "' (its inputs: ", list_inputs(graph), ")");
-    FUSOR_CHECK(t.defined(), InvalidArgument, "input '", name, "' is an undefined tensor");
-  }
-  DimBindings dims;
-  std::vector<TensorType> types;
   std::vector<const Tensor*> feeds;
+  std::vector<TensorType> types = bind_run(graph, inputs, outputs, &feeds);
   bool on_host = true;  // every input on the host: outputs not supplied go to the host too
-  for (ValueId v : graph.inputs()) {
-    const std::string& name = graph.value(v).name;
-    auto it = inputs.find(name);
-    FUSOR_CHECK(it != inputs.end(), InvalidArgument, "input '", name, "' of graph '", graph.name(),
-                "' was not given (its inputs: ", list_inputs(graph), ")");
-    TensorType t{it->second.dtype(), it->second.shape()};
-    bind_input(graph, v, t, &dims);
-    types.push_back(std::move(t));
-    feeds.push_back(&it->second);
-    if (it->second.device() != Device::Host) {
+  for (size_t i = 0; i < feeds.size(); ++i)
+    if (feeds[i]->device() != Device::Host) {
       on_host = false;
-      check_device_alignment(it->second, "input", name);
+      check_device_alignment(*feeds[i], "input", graph.value(graph.inputs()[i]).name);
     }
-  }
   std::shared_ptr<const CudaExecutable> exe = m.plan_for(graph, m.plan_key(graph, std::move(types)));
   const CudaPlan& plan = exe->plan;
   const Graph& g = plan.fused.graph;

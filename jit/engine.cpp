@@ -26,6 +26,7 @@
 #include "ir/passes/pipeline.h"
 #include "ir/verifier.h"
 #include "jit/arena.h"
+#include "jit/bind_run.h"
 #include "jit/cuda_executor.h"
 #include "jit/thread_pool.h"
 
@@ -193,37 +194,6 @@ FusionOptions effective_fusion(const EngineOptions& o) {
   return none;
 }
 
-std::string list_inputs(const Graph& g) {
-  std::string s;
-  for (ValueId v : g.inputs()) s += (s.empty() ? "" : ", ") + g.value(v).name;
-  return s.empty() ? "none" : s;
-}
-
-// Checks the caller's tensors against the graph inputs (names, dtypes, shapes) and returns
-// them with their types, in g.inputs() order.
-std::vector<TensorType> bind_inputs(const Graph& g, const TensorMap& inputs, std::vector<const Tensor*>* feeds) {
-  for (const auto& [name, t] : inputs) {
-    ValueId v = g.find_value(name);
-    FUSOR_CHECK(v != kNoValue && g.value(v).kind == ValueKind::Input, InvalidArgument, "graph '", g.name(),
-                "' has no input named '", name, "' (its inputs: ", list_inputs(g), ")");
-    FUSOR_CHECK(t.defined(), InvalidArgument, "input '", name, "' is an undefined tensor");
-    FUSOR_CHECK(t.device() == Device::Host, DeviceUnavailable, "input '", name,
-                "' is on a device this backend cannot read");
-  }
-  DimBindings dims;
-  std::vector<TensorType> types;
-  for (ValueId v : g.inputs()) {
-    const std::string& name = g.value(v).name;
-    auto it = inputs.find(name);
-    FUSOR_CHECK(it != inputs.end(), InvalidArgument, "input '", name, "' of graph '", g.name(),
-                "' was not given (its inputs: ", list_inputs(g), ")");
-    TensorType t{it->second.dtype(), it->second.shape()};
-    bind_input(g, v, t, &dims);
-    types.push_back(std::move(t));
-    feeds->push_back(&it->second);
-  }
-  return types;
-}
 
 // The exact specs of a graph's groups at a reference size of EngineOptions::symbolic_dim,
 // by group index (nullopt: a group with no kernel kind), which the plans of other sizes are
@@ -785,15 +755,12 @@ TensorMap Engine::run(const Graph& graph, const TensorMap& inputs) {
 
 void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs) {
   if (impl_->cuda) return impl_->cuda->run(graph, inputs, outputs);
-  for (const auto& [name, t] : outputs) {
-    bool found = false;
-    for (ValueId o : graph.outputs()) found |= graph.value(o).name == name;
-    FUSOR_CHECK(found, InvalidArgument, "'", name, "' was supplied as an output but graph '", graph.name(),
-                "' has no output of that name");
-  }
   std::vector<const Tensor*> feeds;
   PlanKey key;
-  key.inputs = bind_inputs(graph, inputs, &feeds);
+  key.inputs = bind_run(graph, inputs, outputs, &feeds);
+  for (size_t i = 0; i < feeds.size(); ++i)
+    FUSOR_CHECK(feeds[i]->device() == Device::Host, DeviceUnavailable, "input '", graph.value(graph.inputs()[i]).name,
+                "' is on a device this backend cannot read");
   key.graph_fingerprint = graph.fingerprint();
   key.options_hash = impl_->options_hash;
   std::shared_ptr<const Plan> plan = impl_->plan_for(graph, key);
