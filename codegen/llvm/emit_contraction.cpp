@@ -219,8 +219,17 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   // Symbolic: tile and split for a typical m; the kernel counts the run's tiles.
   t.symbolic = spec.symbolic;
   const int64_t m = spec.symbolic ? kSymbolicTypicalM : f->m;
+  // A GEMM's constant B is packed once in panels of NR columns and shared by the plans of
+  // every shape (Note [Packed layouts]): its width is chosen for a typical m, so that a new
+  // m reuses the packed copy; the rows of the tile still fit the run's m.
   TileShape shape;
-  choose_tile(vector_floats, m, [&](int64_t nr) { return panels_for(*f, nr); }, &shape);
+  auto panels = [&](int64_t nr) { return panels_for(*f, nr); };
+  int64_t fixed_nv = 0;
+  if (t.prepack && !f->conv) {  // (a convolution packs its weights by MR, as A)
+    choose_tile(vector_floats, kSymbolicTypicalM, panels, &shape);
+    fixed_nv = shape.nv;
+  }
+  choose_tile(vector_floats, m, panels, &shape, fixed_nv);
   t.mr = shape.mr;
   t.nv = shape.nv;
   t.nr = shape.nr;

@@ -162,11 +162,12 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& graph, 
   return os.str();
 }
 
-void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_t(int64_t nr)>& panels, TileShape* t) {
+void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_t(int64_t nr)>& panels, TileShape* t,
+                 int64_t fixed_nv) {
   const int64_t budget = vector_floats >= 16 ? 24 : 12, max_mr = vector_floats >= 16 ? 14 : 8;
   double best = -1;
   t->vl = vector_floats;
-  for (int64_t nv = 1; nv <= 4; ++nv)
+  for (int64_t nv = fixed_nv > 0 ? fixed_nv : 1; nv <= (fixed_nv > 0 ? fixed_nv : 4); ++nv)
     for (int64_t mr = 1; mr <= max_mr && mr * nv <= budget; ++mr) {
       const int64_t nr = nv * vector_floats;
       const double cost = double((rows + mr - 1) / mr) * double(panels(nr)) * (double(mr * nv) + 1.5);

@@ -12,6 +12,8 @@
 // and pooled runs must agree exactly (a tile's sum does not depend on the split).
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -277,5 +279,25 @@ output y
       const bool spills = assembly.str().find(avx512 ? "64-byte Spill" : "32-byte Spill") != std::string::npos;
       CHECK_FALSE(spills);
     }
+  }
+
+  TEST_CASE("a constant B keeps one panel width for every m, so its packed copy is shared") {
+    // The BERT FFN-up GEMM (k 768, n 3072) at lengths whose best free tile widths differ.
+    std::set<int64_t> widths, rows;
+    for (int64_t m : {1, 16, 37, 61, 128, 174, 384, 500}) {
+      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", "768"},
+                                                        {"@N@", "3072"}}),
+                                     {});
+      std::optional<KernelSpec> spec = lower_group(f, f.groups[0], nullptr);
+      REQUIRE(spec);
+      for (int64_t vl : {8, 16}) {
+        const ContractionTiling t = contraction_tiling(*spec, vl);
+        CHECK(t.prepack);
+        widths.insert(t.nr * 100 + vl);
+        rows.insert(t.mr);
+      }
+    }
+    CHECK(widths.size() == 2);  // one width per vector length
+    CHECK(rows.size() > 2);     // while the tile's rows still follow m
   }
 }
