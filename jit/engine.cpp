@@ -405,9 +405,9 @@ struct Engine::Impl {
                                                          JitBackend* fallback, KernelSpec* spec, int64_t* extent) {
     const FusionGroup& grp = f.groups[i];
     if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return nullptr;
+    std::optional<KernelSpec> lowered = lower_group(f, grp, nullptr);  // once, for every path below
+    if (!lowered) return nullptr;
     if (ref.specs.size() == f.groups.size() && ref.specs[i]) {
-      std::optional<KernelSpec> lowered = lower_group(f, grp, nullptr);
-      if (!lowered) return nullptr;
       const KernelSpec& other = *ref.specs[i];
       if (lowered->same_code(other) && jit->supports(*lowered, nullptr)) {
         *spec = *lowered;
@@ -420,7 +420,9 @@ struct Engine::Impl {
         return cached_kernel(*jit, std::move(sym->spec));
       }
     }
-    return fallback ? kernel_for(*fallback, f, grp, spec) : nullptr;
+    if (!fallback || !fallback->supports(*lowered, nullptr)) return nullptr;
+    *spec = *lowered;
+    return cached_kernel(*fallback, std::move(*lowered));
   }
 
   // The reference specs the plans of key's size of symbolic_dim are symbolized against:

@@ -53,6 +53,7 @@ bool check(const KernelSpec& spec, std::string* why) {
     return false;
   };
   if (spec.kind != KernelKind::Attention) return no("not an attention kernel");
+  if (spec.symbolic) return no("a symbolic attention kernel (its extents stay exact)");
   const AttentionSpec& a = spec.attention;
   const size_t r = a.batch.size();
   for (const StridedAccess* x : {&a.q, &a.k, &a.v}) {

@@ -26,10 +26,6 @@ LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlvmBackend::~LlvmBackend() = default;
 
 bool llvm_supports(const KernelSpec& spec, std::string* why) {
-  if (spec.symbolic && spec.kind == KernelKind::Attention) {
-    if (why) *why = "a symbolic attention kernel (its extents stay exact)";
-    return false;
-  }
   switch (spec.kind) {
     case KernelKind::Pointwise: return pointwise_supports(spec, why);
     case KernelKind::RowReduction: return reduction_supports(spec, why);
