@@ -40,6 +40,9 @@ int64_t* outer_extent(KernelSpec& s) {
 // Merges adjacent dims d, d+1 of `shape` (both below `end`) wherever every access of
 // `graphs` walks them as one run (strides[d] == shape[d+1] * strides[d+1]), innermost first.
 void merge_runs(std::vector<int64_t>& shape, size_t end, const std::vector<ExprGraph*>& graphs) {
+  for (const ExprGraph* g : graphs)
+    for (const StridedAccess& a : g->accesses)
+      if (a.strides.size() != shape.size()) return;  // malformed: left as it is (symbolize then declines)
   for (size_t d = end < 1 ? 0 : end - 1; d-- > 0;) {  // the pair (d, d+1)
     bool run = true;
     for (const ExprGraph* g : graphs)
@@ -56,6 +59,10 @@ void merge_runs(std::vector<int64_t>& shape, size_t end, const std::vector<ExprG
 // across the batch and B is the same matrix for each (a [B, T, K] x [K, N] product is one
 // [B*T, K] x [K, N] GEMM).
 void fold_batch_into_rows(ContractionSpec& c) {
+  const size_t rank = c.batch.size() + 2;
+  bool well_formed = c.a.strides.size() == rank && c.b.strides.size() == rank;
+  for (const StridedAccess& a : c.epilogue.accesses) well_formed &= a.strides.size() == rank;
+  if (!well_formed) return;  // left as it is (symbolize then declines)
   while (!c.batch.empty()) {
     const size_t d = c.batch.size() - 1, r = c.batch.size();
     if (c.m == 1) {  // one row: its stride addresses nothing, so it may be the batch's

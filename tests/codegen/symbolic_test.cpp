@@ -182,4 +182,19 @@ output y
     CHECK_FALSE(symbolize(s->spec, *b, &why));
     CHECK(why.find("already symbolic") != std::string::npos);
   }
+
+  TEST_CASE("malformed specs (strides of the wrong rank) are left as they are, never read past") {
+    const FusedGraph f = test::fuse_text("graph g\ninput x: f32[1, T, 16]\nconst b: f32[16] = randn(seed=1, std=1)\n"
+                                         "y = Add(x, b)\noutput y\n",
+                                         {{"T", 4}});
+    std::optional<KernelSpec> a = lower_group(f, f.groups[0], nullptr);
+    REQUIRE(a);
+    KernelSpec bad = *a;
+    bad.pointwise.body.accesses[0].strides.pop_back();
+    const KernelSpec n = normalize_dims(bad);
+    CHECK(n.pointwise.body.accesses[0].strides == bad.pointwise.body.accesses[0].strides);
+    std::string why;
+    CHECK_FALSE(symbolize(bad, *a, &why));  // the two no longer agree
+    CHECK_FALSE(why.empty());
+  }
 }
