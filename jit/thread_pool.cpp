@@ -1,87 +1,161 @@
 #include "jit/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
+#include <system_error>
+
+#include "ir/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define FUSOR_CPU_RELAX() _mm_pause()
+#else
+#define FUSOR_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace fusor {
 
 namespace {
+
 // True on a thread that is running a chunk: a nested parallel_for then runs serially
 // instead of deadlocking on the region lock.
 thread_local bool t_in_region = false;
+
+// How long a worker keeps spinning for the next region before it sleeps, and how long the
+// caller spins for the last chunks before it starts yielding its CPU (Note [Spinning
+// workers]): long enough to bridge the gaps between the steps of a plan and between
+// back-to-back runs, short enough that an idle engine stops using the CPU at once.
+constexpr int64_t kSpinMicros = 300;
+constexpr int64_t kCallerSpinMicros = 50;
+
+// The claim word: epoch << 40 | chunks << 20 | next chunk.
+constexpr int kChunkBits = 20;
+constexpr uint64_t kChunkMask = (uint64_t(1) << kChunkBits) - 1;
+constexpr int64_t kMaxChunks = int64_t(kChunkMask);
+uint64_t epoch_of(uint64_t c) { return c >> (2 * kChunkBits); }
+int64_t chunks_of(uint64_t c) { return int64_t((c >> kChunkBits) & kChunkMask); }
+int64_t next_of(uint64_t c) { return int64_t(c & kChunkMask); }
+
+using Clock = std::chrono::steady_clock;
+
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+int ThreadPool::available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return int(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::ThreadPool(int threads) {
+  const int cpus = available_cpus();
+  if (threads <= 0 || threads > cpus) threads = cpus;
+  workers_.reserve(size_t(threads - 1));
+  for (int i = 1; i < threads; ++i) {
+    try {
+      workers_.emplace_back([this] { worker_loop(); });
+    } catch (const std::system_error& e) {
+      stop_workers();
+      fail(ErrorCode::OutOfMemory, "cannot start kernel thread ", i + 1, " of ", threads,
+           " (the system's thread or memory limit): ", e.what());
+    }
+  }
+}
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
-// Takes chunks until none are left. Called with mu_ held; releases it while running a chunk.
-void ThreadPool::run_chunks() {
-  while (next_ < num_chunks_) {
-    int64_t c = next_++;
-    const RangeFn* fn = fn_;
-    int64_t b = c * chunk_, e = std::min(n_, b + chunk_);
-    mu_.unlock();
-    std::exception_ptr err;
+void ThreadPool::run_chunks(uint64_t epoch) {
+  uint64_t c = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (epoch_of(c) != epoch || next_of(c) >= chunks_of(c)) return;
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // Chunk next_of(c) of this epoch is ours: the region stays alive until we report it.
+    const int64_t b = next_of(c) * chunk_, e = std::min(n_, b + chunk_);
     try {
       t_in_region = true;
-      (*fn)(b, e);
+      (*fn_)(b, e);
       t_in_region = false;
     } catch (...) {
       t_in_region = false;
-      err = std::current_exception();
+      std::lock_guard<std::mutex> lk(error_mu_);
+      if (!error_) error_ = std::current_exception();
     }
-    mu_.lock();
-    if (err && !error_) error_ = err;
-    if (++finished_ == num_chunks_) done_.notify_all();
+    remaining_.fetch_sub(1, std::memory_order_acq_rel);
+    c = claim_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::worker_loop() {
-  std::unique_lock<std::mutex> lk(mu_);
-  uint64_t seen = generation_;
+  uint64_t seen = 0;  // the last epoch this worker took part in
   for (;;) {
-    wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    run_chunks();
+    // Spin for a new region, then sleep until one is published.
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    const auto spin_until = Clock::now() + std::chrono::microseconds(kSpinMicros);
+    for (int i = 0; epoch_of(c) == seen && !stop_.load(std::memory_order_relaxed); ++i) {
+      FUSOR_CPU_RELAX();
+      if ((i & 63) == 63 && Clock::now() > spin_until) {
+        std::unique_lock<std::mutex> lk(mu_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lk, [&] { return stop_.load() || epoch_of(claim_.load()) != seen; });
+        sleepers_.fetch_sub(1);
+      }
+      c = claim_.load(std::memory_order_acquire);
+    }
+    if (stop_.load()) return;
+    seen = epoch_of(c);
+    run_chunks(seen);
   }
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, RangeFn fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  int64_t max_chunks = std::min<int64_t>((n + grain - 1) / grain, int64_t(num_threads()) * 4);
+  const int64_t max_chunks = std::min<int64_t>({(n + grain - 1) / grain, int64_t(num_threads()) * 8, kMaxChunks});
   if (workers_.empty() || max_chunks <= 1 || t_in_region) {
     fn(0, n);
     return;
   }
   std::lock_guard<std::mutex> region(region_mu_);
-  std::unique_lock<std::mutex> lk(mu_);
   fn_ = &fn;
   n_ = n;
   chunk_ = (n + max_chunks - 1) / max_chunks;
-  num_chunks_ = (n + chunk_ - 1) / chunk_;
-  next_ = 0;
-  finished_ = 0;
+  const int64_t chunks = (n + chunk_ - 1) / chunk_;
   error_ = nullptr;
-  ++generation_;
-  wake_.notify_all();
-  run_chunks();
-  done_.wait(lk, [&] { return finished_ == num_chunks_; });
+  remaining_.store(chunks, std::memory_order_relaxed);
+  const uint64_t epoch = epoch_of(claim_.load(std::memory_order_relaxed)) + 1;
+  claim_.store(epoch << (2 * kChunkBits) | uint64_t(chunks) << kChunkBits, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lk(mu_); }
+    wake_.notify_all();
+  }
+  run_chunks(epoch);
+  // Wait for the chunks other threads took: spin briefly, then yield the CPU.
+  const auto spin_until = Clock::now() + std::chrono::microseconds(kCallerSpinMicros);
+  for (int i = 0; remaining_.load(std::memory_order_acquire) != 0; ++i) {
+    if (i < 64 || Clock::now() < spin_until) {
+      FUSOR_CPU_RELAX();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   fn_ = nullptr;
-  std::exception_ptr err = error_;
-  error_ = nullptr;
-  lk.unlock();
+  std::exception_ptr err;
+  {
+    std::lock_guard<std::mutex> lk(error_mu_);
+    std::swap(err, error_);
+  }
   if (err) std::rethrow_exception(err);
 }
 

@@ -44,6 +44,11 @@ namespace fusor {
 // tiles plus a per-step overhead, within the registers: MR*NV <= 24 of AVX-512's 32
 // registers, <= 12 of AVX2's 16.
 //
+// Weights (a constant B, packed) are read once per call from L3 or memory when the
+// activations are few (short sequences): the micro-kernel prefetches the panel
+// kPrefetchFloats ahead, which keeps more misses in flight than the hardware prefetchers
+// do while the FMAs run (BERT layer at seq 16: 2.3 -> 1.95 ms on a 2-vCPU Xeon).
+//
 // Floating point: each output is Σ over kk in order (tap by tap for a conv), with FMA: a
 // different order than OpenBLAS's, so results differ from the static backend by rounding
 // (tests bound it by the condition of the sum).
@@ -53,6 +58,9 @@ namespace {
 using namespace llvm_ir;
 
 constexpr int64_t kScratchBytes = 512 * 1024;
+// How far ahead a micro-kernel prefetches a packed constant panel (Note [Contraction
+// kernels]): 4 KiB, about the bytes consumed while one L3 or DRAM miss is outstanding.
+constexpr int64_t kPrefetchFloats = 1024;
 
 struct EpiAccess {
   std::vector<int64_t> batch;  // per batch dim
@@ -287,6 +295,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   } else {
     br.ks = kk;
     br.step = nr;
+    if (t.prepack) br.prefetch_floats = kPrefetchFloats;
   }
   std::vector<TileAccess> epi_strides;
   for (const EpiAccess& a : f.epi) epi_strides.push_back({a.row, a.col});

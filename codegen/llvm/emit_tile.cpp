@@ -99,6 +99,10 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
     } else {
       std::string p = kb.op("getelementptr inbounds float, ptr " + bs + ", i64 " + o);
       bv.push_back(kb.op("load " + vt + ", ptr " + p + ", align 4"));
+      if (br.prefetch_floats > 0) {
+        std::string pf = kb.op("getelementptr float, ptr " + p + ", i64 " + i64(br.prefetch_floats));
+        kb.line("call void @llvm.prefetch.p0(ptr " + pf + ", i32 0, i32 3, i32 1)");
+      }
     }
   }
   std::string ka = astep == 1 ? "%kk" : kb.op("mul i64 %kk, " + i64(astep));
@@ -183,7 +187,8 @@ void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_
 std::string fma_declarations(int64_t vl) {
   const std::string vt = vec_type(vl);
   return "declare " + vt + " @llvm.fma.v" + i64(vl) + "f32(" + vt + ", " + vt + ", " + vt + ")\n" + "declare " + vt +
-         " @llvm.masked.load.v" + i64(vl) + "f32.p0(ptr, i32, <" + i64(vl) + " x i1>, " + vt + ")\n";
+         " @llvm.masked.load.v" + i64(vl) + "f32.p0(ptr, i32, <" + i64(vl) + " x i1>, " + vt + ")\n" +
+         "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)\n";
 }
 
 }  // namespace fusor::llvm_ir

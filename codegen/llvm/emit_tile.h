@@ -28,6 +28,7 @@ struct BRead {
   int64_t step = 0;              ///< elements between k steps (packed panel: nr; image: channel stride)
   Conv2dParams conv{};           ///< masked_image: the geometry
   int64_t image_row_stride = 0;  ///< masked_image: elements between image rows
+  int64_t prefetch_floats = 0;   ///< packed panel: prefetch B this many floats ahead (0: none)
 };
 
 /// "<16 x float>".
