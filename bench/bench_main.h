@@ -4,14 +4,15 @@
 
 #include <benchmark/benchmark.h>
 
-#include <initializer_list>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace fusor::bench {
 
 /// Adds each (name, value) of `context`, calls register_cases(), runs what the command line
 /// selects. Returns main's exit status.
-inline int bench_main(int argc, char** argv, std::initializer_list<std::pair<const char*, const char*>> context,
+inline int bench_main(int argc, char** argv, const std::vector<std::pair<std::string, std::string>>& context,
                       void (*register_cases)()) {
   for (const auto& [name, value] : context) benchmark::AddCustomContext(name, value);
   register_cases();

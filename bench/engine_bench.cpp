@@ -1,12 +1,15 @@
 // Runs every case of bench/cases.h on every backend at 1 and 2 threads, named
-// <case>/<backend>/t<threads> with GFLOPS or GBps counters (../shared/BENCH.md), plus the
-// static backend's raw GEMM and elementwise throughput against this machine's ceilings.
+// <case>/<backend>/t<threads> with GFLOPS or GBps counters (../shared/BENCH.md) and the
+// same as percentages of this machine's ceilings, measured at start (bench/ceilings.h):
+// pct_fma (of the fp32 FMA peak at that thread count) and pct_copy (of the copy bandwidth);
+// plus the static backend's raw GEMM and elementwise throughput.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 
 #include "bench/bench_main.h"
 #include "bench/cases.h"
+#include "bench/ceilings.h"
 #include "ir/builder.h"
 #include "codegen/asmjit/asmjit_backend.h"
 #include "codegen/llvm/llvm_backend.h"
@@ -17,7 +20,11 @@
 namespace fusor::bench {
 namespace {
 
-// Runs one prepared graph on an engine made with `options`; counters from the case's work.
+// This machine's ceilings, measured once in main() before any benchmark runs.
+Ceilings g_ceilings;
+
+// Runs one prepared graph on an engine made with `options`; counters from the case's work,
+// also as percentages of the ceilings at the engine's thread count.
 void run_with(benchmark::State& state, const BenchCase& c, const EngineOptions& options) {
   Graph g;
   TensorMap inputs;
@@ -30,6 +37,13 @@ void run_with(benchmark::State& state, const BenchCase& c, const EngineOptions& 
   }
   if (c.flops > 0) state.counters["GFLOPS"] = benchmark::Counter(c.flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GBps"] = benchmark::Counter(c.bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const int threads = options.num_threads > 1 ? 2 : 1;
+  if (c.flops > 0 && g_ceilings.fma_peak(threads) > 0)
+    state.counters["pct_fma"] = benchmark::Counter(100 * c.flops * 1e-9 / g_ceilings.fma_peak(threads),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+  if (g_ceilings.bandwidth(threads) > 0)
+    state.counters["pct_copy"] = benchmark::Counter(100 * c.bytes * 1e-9 / g_ceilings.bandwidth(threads),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // One case on one backend. The static backend is measured unfused: it is the baseline of
@@ -222,11 +236,14 @@ void register_all() {
 }  // namespace fusor::bench
 
 int main(int argc, char** argv) {
-  // This machine's ceilings (../shared/BENCH.md), so that every figure reads against them.
-  return fusor::bench::bench_main(argc, argv,
-                                  {{"ceiling_fma_gflops_t1", "115"},
-                                   {"ceiling_fma_gflops_t2", "228"},
-                                   {"ceiling_copy_GBps_t1", "22"},
-                                   {"ceiling_copy_GBps_t2", "31"}},
-                                  fusor::bench::register_all);
+  // This machine's ceilings, so that every figure reads against them (not when only
+  // listing the cases).
+  bool listing = false;
+  for (int i = 1; i < argc; ++i) listing |= std::string(argv[i]).rfind("--benchmark_list_tests", 0) == 0;
+  std::vector<std::pair<std::string, std::string>> context;
+  if (!listing) {
+    fusor::bench::g_ceilings = fusor::bench::measure_ceilings();
+    context = fusor::bench::g_ceilings.context();
+  }
+  return fusor::bench::bench_main(argc, argv, context, fusor::bench::register_all);
 }
