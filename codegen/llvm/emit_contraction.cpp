@@ -81,6 +81,7 @@ struct Form {
   Conv2dParams p{};
   int64_t sc = 0, sy = 0, sx = 0;   // conv: the image's channel, row and column strides
   bool direct = false;              // conv: pixels loaded from the image (unit column stride)
+  bool flat = false;                // direct over flat pixels: panels span output rows (BRead::flat)
   std::vector<EpiAccess> epi;       // per epilogue access
 };
 
@@ -156,11 +157,19 @@ std::optional<Form> make_form(const KernelSpec& spec, std::string* why) {
   f.sy = sx[2];
   f.sx = sx[3];
   f.direct = p.stride_w == 1 && sx[3] == 1;
+  // Stride 1, output rows as wide as the image's, image rows contiguous: pixel p's taps are
+  // p plus a constant per tap, so a panel may run across rows (no lanes lost at the end of
+  // each row), with per-lane masks.
+  f.flat = f.direct && p.stride_h == 1 && p.ow == p.w && sx[2] == p.w && p.oh * p.ow < (int64_t(1) << 30) &&
+           p.h < (int64_t(1) << 30) && p.pad_t < (int64_t(1) << 30) && p.pad_l < (int64_t(1) << 30) &&
+           (p.kh - 1) * p.dil_h < (int64_t(1) << 30) && (p.kw - 1) * p.dil_w < (int64_t(1) << 30);
   return f;
 }
 
 // B panels per batch: NR columns (GEMM) or NR pixels of one output row (conv).
-int64_t panels_for(const Form& f, int64_t nr) { return f.conv ? f.p.oh * ceil_div(f.p.ow, nr) : ceil_div(f.n, nr); }
+int64_t panels_for(const Form& f, int64_t nr) {
+  return f.conv && !f.flat ? f.p.oh * ceil_div(f.p.ow, nr) : ceil_div(f.n, nr);
+}
 
 bool check(const KernelSpec& spec, std::string* why) {
   auto no = [&](const std::string& reason) {
@@ -206,7 +215,7 @@ std::string ContractionTiling::str() const {
     os << " tasks=" << tasks();
   os
      << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "")
-     << (conv_rows ? (direct ? " conv-direct" : " conv-packed") : "");
+     << (conv_rows ? (direct ? (flat ? " conv-direct-flat" : " conv-direct") : " conv-packed") : "");
   return os.str();
 }
 
@@ -221,6 +230,7 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   t.vl = vector_floats;
   t.conv_rows = f->conv;
   t.direct = f->direct;
+  t.flat = f->flat;
   // The spec's B (GEMM B, conv weights) is packed by the runtime when constant; a 1x1 conv's
   // weights are read in place.
   t.prepack = spec.buffers[size_t(c.b.buffer)].constant && (f->conv || f->b_buf == c.b.buffer);
@@ -292,6 +302,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     br.step = f.sc;
     br.conv = p;
     br.image_row_stride = f.sy;
+    br.flat = f.flat;
   } else {
     br.ks = kk;
     br.step = nr;
@@ -387,6 +398,12 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
       std::string wide = ir.op("icmp sgt i64 " + left + ", " + i64(nr));
       return ir.op("select i1 " + wide + ", i64 " + i64(nr) + ", i64 " + left);
     };
+    if (f.flat) {
+      pn.col0 = ir.op("mul i64 " + pv + ", " + i64(nr));
+      pn.cols = clamp(ir.op("sub i64 " + i64(f.n) + ", " + pn.col0));
+      pn.b_args = "ptr " + b_b + ", i64 " + pn.col0;
+      return pn;
+    }
     if (f.conv) {
       const int64_t per_row = ceil_div(p.ow, nr);
       std::string oh = ir.op("udiv i64 " + pv + ", " + i64(per_row));

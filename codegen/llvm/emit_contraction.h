@@ -20,6 +20,7 @@ struct ContractionTiling {
   int64_t nr = 0;               ///< tile columns (B side: GEMM columns, conv pixels), nv * vl
   bool conv_rows = false;       ///< a convolution by output rows (not the 1x1 GEMM form)
   bool direct = false;          ///< conv_rows: pixels loaded from the image, masked per tap
+  bool flat = false;            ///< direct: panels of consecutive pixels across output rows
   bool prepack = false;         ///< the spec's B (GEMM B, conv weights) is constant and packed
                                 ///< once by the runtime (codegen/packing.h)
   bool panel_outer = true;      ///< inside a task: panels outer, tiles inner (else the reverse)

@@ -20,13 +20,16 @@ std::string i64(int64_t v) { return std::to_string(v); }
 // `ptr %img, i64 %iy0, i64 %ix0` (the tap (ky, kx) reads the image at row iy0 + ky * dil_h,
 // columns ix0 + kx * dil_w + lane, channel kk; lanes outside the image read as 0).
 std::string emit_microkernel(const std::string& name, const TileShape& t, const BRead& br, int64_t astep) {
+  // Where the entry block's values (seg_prefix, known once B's reads are set up) go.
+  static constexpr const char* kEntryValues = "  ;entry-values\n";
   const std::string vt = vec_type(t.vl);
   const std::string mt = "<" + i64(t.vl) + " x i1>";
   std::ostringstream os;
   os << "define internal void @" << name << "(";
   for (int64_t i = 0; i < t.mr; ++i) os << "ptr noalias %a" << i << ", ";
-  os << (br.masked_image ? "ptr noalias %img, i64 %iy0, i64 %ix0" : "ptr noalias %b")
-     << ", ptr noalias %tile) #1 {\nentry:\n  br label %seg\nseg:\n"
+  os << (br.masked_image ? (br.flat ? "ptr noalias %img, i64 %p0" : "ptr noalias %img, i64 %iy0, i64 %ix0")
+                          : "ptr noalias %b")
+     << ", ptr noalias %tile) #1 {\nentry:\n" << kEntryValues << "  br label %seg\nseg:\n"
      << "  %s = phi i64 [ 0, %entry ], [ %s.next, %seg.end ]\n";
   auto acc = [](int64_t i, int64_t v, const char* stage) {
     return "%acc." + std::to_string(i) + "." + std::to_string(v) + "." + stage;
@@ -36,13 +39,54 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
       os << "  " << acc(i, v, "s") << " = phi " << vt << " [ zeroinitializer, %entry ], [ " << acc(i, v, "n")
          << ", %seg.end ]\n";
   IrText sg("g");
+  std::string seg_prefix;  // per-call values the segments use (emitted in the entry block)
   std::string aoff = sg.op("mul i64 %s, " + i64(br.ks * astep));
   std::vector<std::string> ap;
   for (int64_t i = 0; i < t.mr; ++i)
     ap.push_back(sg.op("getelementptr inbounds float, ptr %a" + i64(i) + ", i64 " + aoff));
   std::string bs;
   std::vector<std::string> mask;
-  if (br.masked_image) {
+  if (br.masked_image && br.flat) {
+    // Each lane's output row and column (i32: check() bounds the pixels), once per call.
+    const Conv2dParams& p = br.conv;
+    const std::string vi = "<" + i64(t.vl) + " x i32>";
+    auto splat = [&](IrText& ir, const std::string& scalar) {
+      std::string ins = ir.op("insertelement " + vi + " poison, i32 " + scalar + ", i64 0");
+      return ir.op("shufflevector " + vi + " " + ins + ", " + vi + " poison, <" + i64(t.vl) + " x i32> zeroinitializer");
+    };
+    auto constant = [&](int64_t c) {
+      std::string v = "<";
+      for (int64_t l = 0; l < t.vl; ++l) v += (l ? ", i32 " : "i32 ") + i64(c);
+      return v + ">";
+    };
+    IrText lanes("l");
+    std::string p0 = splat(lanes, lanes.op("trunc i64 %p0 to i32"));
+    std::vector<std::string> oy, ox;
+    for (int64_t v = 0; v < t.nv; ++v) {
+      std::string seq = "<";
+      for (int64_t l = 0; l < t.vl; ++l) seq += (l ? ", i32 " : "i32 ") + i64(v * t.vl + l);
+      std::string pix = lanes.op("add " + vi + " " + p0 + ", " + seq + ">");
+      oy.push_back(lanes.op("udiv " + vi + " " + pix + ", " + constant(p.ow)));
+      ox.push_back(lanes.op("urem " + vi + " " + pix + ", " + constant(p.ow)));
+    }
+    seg_prefix = lanes.text();
+    std::string ky = sg.op("udiv i64 %s, " + i64(p.kw));
+    std::string kx = sg.op("urem i64 %s, " + i64(p.kw));
+    std::string dy = sg.op("sub i64 " + sg.op("mul i64 " + ky + ", " + i64(p.dil_h)) + ", " + i64(p.pad_t));
+    std::string dx = sg.op("sub i64 " + sg.op("mul i64 " + kx + ", " + i64(p.dil_w)) + ", " + i64(p.pad_l));
+    std::string off = sg.op("add i64 " + sg.op("add i64 %p0, " + sg.op("mul i64 " + dy + ", " + i64(br.image_row_stride))) +
+                            ", " + dx);
+    bs = sg.op("getelementptr float, ptr %img, i64 " + off);  // may point outside: only masked lanes use it
+    std::string dyv = splat(sg, sg.op("trunc i64 " + dy + " to i32"));
+    std::string dxv = splat(sg, sg.op("trunc i64 " + dx + " to i32"));
+    for (int64_t v = 0; v < t.nv; ++v) {
+      std::string iy = sg.op("add " + vi + " " + oy[size_t(v)] + ", " + dyv);
+      std::string ix = sg.op("add " + vi + " " + ox[size_t(v)] + ", " + dxv);
+      std::string in_y = sg.op("icmp ult " + vi + " " + iy + ", " + constant(p.h));  // unsigned: also >= 0
+      std::string in_x = sg.op("icmp ult " + vi + " " + ix + ", " + constant(p.w));
+      mask.push_back(sg.op("and " + mt + " " + in_y + ", " + in_x));
+    }
+  } else if (br.masked_image) {
     const Conv2dParams& p = br.conv;
     std::string ky = sg.op("udiv i64 %s, " + i64(p.kw));
     std::string kx = sg.op("urem i64 %s, " + i64(p.kw));
@@ -126,7 +170,9 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
       st.line("store " + vt + " " + acc(i, v, "n") + ", ptr " + p + ", align 4");
     }
   os << st.text() << "  ret void\n}\n";
-  return os.str();
+  std::string out = os.str();
+  out.replace(out.find(kEntryValues), std::string(kEntryValues).size(), seg_prefix);
+  return out;
 }
 
 std::string emit_tile_epilogue(const std::string& name, const ExprGraph& graph, const std::vector<TileAccess>& strides,

@@ -28,6 +28,11 @@ struct BRead {
   int64_t step = 0;              ///< elements between k steps (packed panel: nr; image: channel stride)
   Conv2dParams conv{};           ///< masked_image: the geometry
   int64_t image_row_stride = 0;  ///< masked_image: elements between image rows
+  /// masked_image over flat pixels: B args `ptr %img, i64 %p0`; the panel is nr consecutive
+  /// output pixels p0.. of the whole image (across rows: a stride-1 conv whose output rows
+  /// are as wide as the image's, so pixel p's tap (ky, kx) is image element
+  /// p + (ky*dil_h - pad_t) * w + kx*dil_w - pad_l), each lane masked by its own row and column.
+  bool flat = false;
   int64_t prefetch_floats = 0;   ///< packed panel: prefetch B this many floats ahead (0: none)
 };
 
@@ -40,7 +45,8 @@ std::string i64(int64_t v);
 /// step kk is at a_i + s * ks * astep + kk * astep; the tile is stored row-major [mr][nr].
 /// B args: `ptr %b` (a packed panel: (s * ks + kk) * nr + v * vl) or, for masked_image,
 /// `ptr %img, i64 %iy0, i64 %ix0` (the tap (ky, kx) reads the image at row iy0 + ky * dil_h,
-/// columns ix0 + kx * dil_w + lane, channel kk; lanes outside the image read as 0).
+/// columns ix0 + kx * dil_w + lane, channel kk; lanes outside the image read as 0), or with
+/// br.flat `ptr %img, i64 %p0` (BRead::flat).
 std::string emit_microkernel(const std::string& name, const TileShape& t, const BRead& br, int64_t astep);
 
 /// Per epilogue access: elements between tile rows and between tile columns.

@@ -172,6 +172,12 @@ output y
         {1, 16, 14, 14, 33, 1, 1, 1, 1, 1, 0}, {1, 6, 15, 17, 12, 3, 3, 2, 2, 1, 1}, {1, 8, 12, 12, 8, 3, 3, 8, 1, 1, 1},
         {1, 4, 13, 11, 6, 3, 5, 1, 1, 2, 2},   {1, 5, 9, 10, 7, 1, 1, 1, 2, 1, 0},   {1, 3, 20, 20, 16, 7, 7, 1, 2, 1, 3},
         {1, 16, 9, 9, 16, 3, 3, 16, 2, 1, 1},  {2, 12, 6, 5, 24, 2, 2, 3, 1, 1, 0},  {1, 64, 17, 23, 64, 3, 3, 1, 1, 1, 1},
+        // Stride 1 with output rows as wide as the image's: panels of consecutive pixels run
+        // across rows (conv-direct-flat), lanes masked per row and column: narrow images
+        // (a vector spans many rows), a single column, two rows under a 5x5 filter, dilation,
+        // a 1xk filter whose vertical padding makes rows of padding only.
+        {1, 5, 9, 3, 7, 3, 3, 1, 1, 1, 1},     {2, 7, 5, 1, 3, 3, 3, 1, 1, 1, 1},    {1, 4, 2, 6, 9, 5, 5, 1, 1, 1, 2},
+        {1, 6, 10, 10, 6, 3, 3, 1, 1, 2, 2},   {1, 4, 3, 5, 6, 1, 3, 1, 1, 1, 1},    {1, 32, 56, 56, 19, 3, 3, 1, 1, 1, 1},
     };
     for (const Conv& v : convs) {
       std::ostringstream desc;
@@ -278,6 +284,63 @@ output y
       CHECK(assembly.str().find("vfmadd231ps") != std::string::npos);
       const bool spills = assembly.str().find(avx512 ? "64-byte Spill" : "32-byte Spill") != std::string::npos;
       CHECK_FALSE(spills);
+    }
+  }
+
+  TEST_CASE("a stride-1 same-size convolution runs its panels across output rows") {
+    // 56 pixels a row do not fill 64-float panels; flat panels over the 3136 pixels do.
+    FusedGraph f = test::fuse_text(R"(graph g
+input x: f32[1, 64, 56, 56]
+const w: f32[64, 64, 3, 3] = randn(seed=1, std=0.05)
+c = Conv(x, w) {pads=[1, 1, 1, 1]}
+output c
+)",
+                                   {});
+    const FusionGroup* grp = nullptr;
+    for (const FusionGroup& g : f.groups)
+      if (g.kind == GroupKind::Contraction) grp = &g;
+    REQUIRE(grp);
+    std::string why;
+    std::optional<KernelSpec> spec = lower_group(f, *grp, &why);
+    REQUIRE(spec);
+    for (int64_t vl : {8, 16}) {
+      const ContractionTiling t = contraction_tiling(*spec, vl);
+      CAPTURE(t.str());
+      CHECK(t.flat);
+      CHECK(t.panels == 3136 / t.nr + (3136 % t.nr != 0));
+    }
+    // A vertical stride keeps rows apart (pixel p's taps are no longer p plus a constant),
+    // and computes what the static kernels do.
+    FusedGraph sh = test::fuse_text(R"(graph g
+input x: f32[1, 5, 11, 9]
+const w: f32[6, 5, 3, 3] = randn(seed=1, std=0.15)
+c = Conv(x, w) {pads=[1, 1, 1, 1], strides=[2, 1]}
+output c
+)",
+                                    {});
+    for (const FusionGroup& g : sh.groups) {
+      if (g.kind != GroupKind::Contraction) continue;
+      std::optional<KernelSpec> ss = lower_group(sh, g, &why);
+      REQUIRE(ss);
+      CHECK_FALSE(contraction_tiling(*ss, 16).flat);
+    }
+    if (LlvmBackend* be = test::llvm_backend_or_skip()) {
+      Checked c = check_contraction(*be, sh, {{"x", test::randn({1, 5, 11, 9}, 3)}});
+      CHECK(c.kernels == 1);
+    }
+    // Valid (unpadded) convolutions have narrower output rows: panels stay within a row.
+    FusedGraph v = test::fuse_text(R"(graph g
+input x: f32[1, 8, 20, 20]
+const w: f32[8, 8, 3, 3] = randn(seed=1, std=0.05)
+c = Conv(x, w)
+output c
+)",
+                                   {});
+    for (const FusionGroup& g : v.groups) {
+      if (g.kind != GroupKind::Contraction) continue;
+      std::optional<KernelSpec> vs = lower_group(v, g, &why);
+      REQUIRE(vs);
+      CHECK_FALSE(contraction_tiling(*vs, 16).flat);
     }
   }
 
