@@ -263,11 +263,16 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
     t.panels_per_chunk = t.panels;
     t.tiles_per_chunk = std::min(t.m_tiles, std::max<int64_t>(1, 128 / t.mr));
   }
-  // Enough tasks to balance a few cores: split the inner loop's range first.
+  // Enough tasks to balance a few cores. A constant B read for a few row tiles (short
+  // sequences: the weights stream from memory) splits its panels first, so each task reads
+  // its own weights once and no two threads stream the same panel; otherwise the inner
+  // loop's range splits first.
+  const bool weights_stream = b_prepacked && t.m_tiles <= 4;
   auto tasks = [&] { return t.batches * ceil_div(t.panels, t.panels_per_chunk) * ceil_div(t.m_tiles, t.tiles_per_chunk); };
   while (tasks() < 16) {
-    int64_t& first = t.panel_outer ? t.tiles_per_chunk : t.panels_per_chunk;
-    int64_t& second = t.panel_outer ? t.panels_per_chunk : t.tiles_per_chunk;
+    const bool tiles_first = t.panel_outer && !weights_stream;
+    int64_t& first = tiles_first ? t.tiles_per_chunk : t.panels_per_chunk;
+    int64_t& second = tiles_first ? t.panels_per_chunk : t.tiles_per_chunk;
     if (first > 1) {
       first = ceil_div(first, 2);
     } else if (second > 1) {
@@ -276,6 +281,9 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
       break;
     }
   }
+  // Chunks as even as uniform chunks can be (16 panels in 4 + 4 + 4 + 4, not 5 + 5 + 5 + 1).
+  t.panels_per_chunk = ceil_div(t.panels, ceil_div(t.panels, t.panels_per_chunk));
+  t.tiles_per_chunk = ceil_div(t.m_tiles, ceil_div(t.m_tiles, t.tiles_per_chunk));
   t.n_chunks = ceil_div(t.panels, t.panels_per_chunk);
   t.m_chunks = ceil_div(t.m_tiles, t.tiles_per_chunk);
   return t;
