@@ -263,14 +263,13 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
     t.panels_per_chunk = t.panels;
     t.tiles_per_chunk = std::min(t.m_tiles, std::max<int64_t>(1, 128 / t.mr));
   }
-  // Enough tasks to balance a few cores. A constant B read for a few row tiles (short
-  // sequences: the weights stream from memory) splits its panels first, so each task reads
-  // its own weights once and no two threads stream the same panel; otherwise the inner
-  // loop's range splits first.
-  const bool weights_stream = b_prepacked && t.m_tiles <= 4;
+  // Enough tasks to balance a few cores, split along the outer loop first: the operand it
+  // walks is the one streamed (panels outer: B, the larger, e.g. the weights of a short
+  // sequence or a convolution's image), so each task streams its own part of it once and
+  // re-reads only the smaller operand, which stays in its core's L2.
   auto tasks = [&] { return t.batches * ceil_div(t.panels, t.panels_per_chunk) * ceil_div(t.m_tiles, t.tiles_per_chunk); };
   while (tasks() < 16) {
-    const bool tiles_first = t.panel_outer && !weights_stream;
+    const bool tiles_first = !t.panel_outer;
     int64_t& first = tiles_first ? t.tiles_per_chunk : t.panels_per_chunk;
     int64_t& second = tiles_first ? t.panels_per_chunk : t.tiles_per_chunk;
     if (first > 1) {
