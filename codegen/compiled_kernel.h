@@ -28,6 +28,7 @@ struct CompiledKernel {
     int buffer = -1;
     int64_t floats = 0;
     int64_t width = 0;  ///< width of the layout (codegen/packing.h)
+    PackKind kind = PackKind::Panels;
   };
   Fn fn = nullptr;                  ///< the entry point
   KernelSpec spec;                  ///< what it computes
@@ -51,7 +52,10 @@ struct CompiledKernel {
   /// Runs tasks [task_begin, task_end) on `buffers`.
   void run(void** buffers, int64_t task_begin, int64_t task_end) const { fn(buffers, task_begin, task_end); }
   /// Packs `src` (the constant buffer p.buffer) into `dst` (p.floats floats).
-  void pack(const Prepack& p, const float* src, float* dst) const { pack_b(spec.contraction, p.width, src, dst); }
+  void pack(const Prepack& p, const float* src, float* dst) const { pack_b(spec.contraction, p.width, src, dst, p.kind); }
+  /// What the packed copy of p depends on besides its source (packed_b_layout): copies with
+  /// equal layouts of one constant are shared.
+  std::string layout(const Prepack& p) const { return packed_b_layout(spec.contraction, p.width, p.kind); }
 };
 
 /// A backend that compiles KernelSpecs to machine code at run time. Implementations are

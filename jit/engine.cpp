@@ -546,7 +546,7 @@ struct Engine::Impl {
 
   // The packed copy of constant `c` that kernel k reads (shared across plans).
   std::shared_ptr<const Tensor> packed_constant(const CompiledKernel& k, const CompiledKernel::Prepack& pp, const Tensor& c) {
-    PackKey key{c, packed_b_layout(k.spec.contraction, pp.width)};
+    PackKey key{c, k.layout(pp)};
     return packed.get_or_build(key, [&] {
       auto t = std::make_shared<Tensor>(Tensor::empty(DType::F32, Shape{pp.floats}));
       k.pack(pp, c.data<float>(), t->data<float>());

@@ -95,7 +95,8 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       tiling = t.str();
       if (t.prepack) {
         const int64_t width = prepack_width(t);
-        kernel.prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, width), width});
+        const PackKind kind = prepack_kind(t);
+        kernel.prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, width, kind), width, kind});
       }
       break;
     }

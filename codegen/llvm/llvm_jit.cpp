@@ -3,6 +3,7 @@
 #include "codegen/llvm/llvm_jit.h"
 
 #include "codegen/packing.h"
+#include "codegen/winograd.h"
 
 #include <algorithm>
 #include <atomic>
@@ -173,6 +174,7 @@ std::unique_ptr<LlvmJit> LlvmJit::create() {
   };
   add("fusor_rt_pack_panel", reinterpret_cast<void*>(&fusor_rt_pack_panel));
   add("fusor_rt_pack_conv_tile", reinterpret_cast<void*>(&fusor_rt_pack_conv_tile));
+  add("fusor_rt_winograd_input", reinterpret_cast<void*>(&fusor_rt_winograd_input));
   if (llvm::Error err = process_dylib.define(llvm::orc::absoluteSymbols(std::move(runtime)))) {
     fail(ErrorCode::DeviceUnavailable, "llvm backend: cannot define the runtime symbols: ", take_message(std::move(err)));
   }
