@@ -341,6 +341,7 @@ void Lowerer::lower_reduction() {
   const Node& anchor = g_.node(grp_.anchor);
   ValueId x = anchor.inputs[0];
   const Shape& xs = type(x).shape;
+  if (xs.rank() == 0) throw NotLowerable{"a reduction of a scalar (rank 0; the static kernel computes it)"};
   int axis = xs.rank() - 1;
   switch (anchor.op) {
     case OpKind::Softmax:
