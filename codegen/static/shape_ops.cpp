@@ -1,9 +1,11 @@
-// Static kernels of the shape computations (Shape, Range); normally folded at trace time.
+// Static kernels of the shape computations (Shape, Range, ConstantOfShape); normally folded
+// at trace time.
 #include "codegen/static/kernel_util.h"
 #include "ir/op_schema.h"
 #include "ir/ops/params.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace fusor {
 
@@ -33,6 +35,15 @@ void run_Range(StaticKernelArgs& a) {
     }
     default: static_kernels::unsupported_dtype(a.node, out.dtype());
   }
+}
+
+void run_ConstantOfShape(StaticKernelArgs& a) {
+  Tensor& out = a.out();
+  if (out.numel() == 0) return;
+  out.set(0, attr_float(a.node, "value"));  // converted as Cast converts
+  const size_t elem = dtype_size(out.dtype());
+  char* p = static_cast<char*>(out.raw());
+  for (int64_t i = 1; i < out.numel(); ++i) std::memcpy(p + i * int64_t(elem), p, elem);
 }
 
 }  // namespace fusor
