@@ -1,7 +1,9 @@
 // Static kernels of the indexing operators: GatherElements, GatherND and Trilu. Indices are
 // data: every one is range-checked (negative ones count from the end) before anything is
 // read, and an index out of range is the node's InvalidArgument error.
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "codegen/static/kernel_util.h"
 #include "ir/ops/params.h"
@@ -27,6 +29,12 @@ std::vector<int64_t> checked_indices(const Node& n, const Tensor& t, DimOf dim_o
     idx[size_t(i)] = v < 0 ? v + dim : v;
   }
   return idx;
+}
+
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  return r;
 }
 
 }  // namespace
@@ -101,9 +109,11 @@ void run_Trilu(StaticKernelArgs& a) {
   a.parallel.parallel_for(y.numel() / cols, std::max<int64_t>(1, kElementGrain / cols), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const int64_t i = r % rows;
-      // Kept columns: [i + k, cols) upper, [0, i + k] lower, clamped to the row (k may be huge).
-      const int64_t lo = upper ? std::clamp<int64_t>(k > 0 ? i + std::min<int64_t>(k, cols) : i - std::min<int64_t>(-k, i), 0, cols) : 0;
-      const int64_t hi = upper ? cols : std::clamp<int64_t>(k >= 0 ? i + 1 + std::min<int64_t>(k, cols) : i + 1 - std::min<int64_t>(-k, i + 1), 0, cols);
+      // Kept columns: [i + k, cols) upper, [0, i + k] lower, clamped to the row (k may be
+      // anywhere in int64: the sums saturate).
+      const int64_t start = sat_add(i, k);
+      const int64_t lo = upper ? std::clamp<int64_t>(start, 0, cols) : 0;
+      const int64_t hi = upper ? cols : std::clamp<int64_t>(sat_add(start, 1), 0, cols);
       char* out = dst + r * cols * int64_t(elem);
       const char* in = src + r * cols * int64_t(elem);
       std::memset(out, 0, size_t(cols) * elem);

@@ -13,8 +13,8 @@ namespace fusor {
 // ~~~~~~~~~~~~~~~~~~~~~
 // Groups are formed greedily, in this order (each step only takes nodes no earlier step
 // took), so that the rules of the fusion issue hold:
-//  1. Views (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice) are groups of their
-//     own: they cost no kernel, consumers read through strides.
+//  1. Views (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Split) are groups of
+//     their own: they cost no kernel, consumers read through strides.
 //  2. Attention: MatMul(Q, K) -> pointwise ops of the scores' shape (scale, mask) ->
 //     Softmax over the last axis -> MatMul(P, V), every intermediate with one consumer,
 //     is one group; the T×T scores never reach memory in a kernel made for it.
@@ -45,7 +45,8 @@ bool is_view(OpKind op) {
     case OpKind::Squeeze:
     case OpKind::Unsqueeze:
     case OpKind::Transpose:
-    case OpKind::Slice: return true;
+    case OpKind::Slice:
+    case OpKind::Split: return true;
     default: return false;
   }
 }
@@ -69,6 +70,23 @@ bool is_pointwise(OpKind op) {
     case OpKind::Exp:
     case OpKind::Sqrt:
     case OpKind::Neg:
+    case OpKind::Abs:
+    case OpKind::Reciprocal:
+    case OpKind::Log:
+    case OpKind::Clip:
+    case OpKind::LeakyRelu:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+    case OpKind::Equal:
+    case OpKind::Less:
+    case OpKind::LessOrEqual:
+    case OpKind::Greater:
+    case OpKind::GreaterOrEqual:
+    case OpKind::And:
+    case OpKind::Or:
+    case OpKind::Not:
+    case OpKind::IsNaN:
+    case OpKind::IsInf:
     case OpKind::Cast:
     case OpKind::Where:
     case OpKind::BatchNormalization: return true;
