@@ -231,6 +231,37 @@ void Grouper::take_epilogue(int grp, ValueId start) {
     const std::vector<NodeId>& users = ctx_.consumers(cur);
     if (users.empty()) return;
     const Node& last = node(members_[size_t(grp)].back());
+    if (users.size() > 1 && !ctx_.is_output(cur)) {
+      // A diamond: every user but one feeds only that one, which reads cur too (the NaN
+      // guard Where(IsNaN(o), 0, o)): all of them join, and the chain goes on from it.
+      const Node* join = nullptr;
+      for (NodeId uid : users) {
+        const Node& u = node(uid);
+        const Node* next = u.outputs.size() == 1 ? ctx_.sole_consumer(u.outputs[0]) : nullptr;
+        bool feeds_other = next && next != &u && std::find(users.begin(), users.end(), id(next)) != users.end();
+        if (!feeds_other) join = join && join != &u ? nullptr : &u;
+      }
+      bool ok = join != nullptr;
+      std::vector<NodeId> taken;
+      for (NodeId uid : users) {
+        const Node& u = node(uid);
+        if (!ok || &u == join || std::find(taken.begin(), taken.end(), uid) != taken.end()) continue;
+        ok = ctx_.sole_consumer(u.outputs[0]) == join && can_join(u, cur, grp, space, last);
+        if (ok) {
+          take(grp, uid);
+          taken.push_back(uid);
+        }
+      }
+      if (ok && can_join(*join, cur, grp, space, last)) {
+        take(grp, id(join));
+        cur = join->outputs[0];
+        continue;
+      }
+      for (NodeId uid : taken) {  // undo: the diamond does not join whole
+        group_of_[size_t(uid)] = -1;
+        members_[size_t(grp)].erase(std::find(members_[size_t(grp)].begin(), members_[size_t(grp)].end(), uid));
+      }
+    }
     if (users.size() != 1 || ctx_.is_output(cur)) {
       for (NodeId uid : users) {
         const Node& u = node(uid);
