@@ -509,8 +509,12 @@ void Lowerer::lower_reduction() {
 void Lowerer::lower_attention() {
   spec_.kind = KernelKind::Attention;
   AttentionSpec& at = spec_.attention;
-  const Node& qk = g_.node(grp_.nodes[0]);
-  size_t si = 1;
+  // The group (in node order): the QK MatMul, the score ops (and side-input ops that may
+  // come before the MatMul), the Softmax, the PV MatMul, the epilogue.
+  size_t qi = 0;
+  while (g_.node(grp_.nodes[qi]).op != OpKind::MatMul) ++qi;
+  const Node& qk = g_.node(grp_.nodes[qi]);
+  size_t si = qi + 1;
   while (g_.node(grp_.nodes[si]).op != OpKind::Softmax) ++si;
   const Node& pv = g_.node(grp_.nodes[si + 1]);
   const Shape& ss = type(qk.outputs[0]).shape;
@@ -533,7 +537,8 @@ void Lowerer::lower_attention() {
   Builder sc;
   sc.space = ss.dims();
   sc.node_of[qk.outputs[0]] = add(sc, ScalarExpr{ScalarOp::Acc, type(qk.outputs[0]).dtype});
-  emit_range(sc, 1, si);
+  emit_range(sc, 0, qi);
+  emit_range(sc, qi + 1, si);
   at.score = std::move(sc.g);
   Builder epi;
   epi.space = os.dims();

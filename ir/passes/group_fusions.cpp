@@ -17,7 +17,8 @@ namespace fusor {
 //     their own: they cost no kernel, consumers read through strides.
 //  2. Attention: MatMul(Q, K) -> pointwise ops of the scores' shape (scale, mask) ->
 //     Softmax over the last axis -> MatMul(P, V), every intermediate with one consumer,
-//     is one group; the T×T scores never reach memory in a kernel made for it.
+//     is one group; the T×T scores never reach memory in a kernel made for it. A side
+//     input of the chain made by a pointwise op for it alone (a broadcast mask) joins too.
 //  3. A row reduction (Softmax, LayerNormalization, ReduceMean/Sum/Max over trailing
 //     axes) takes its pointwise prologue: producers of its data input whose output has the
 //     reduction input's shape and is consumed only there (scale + mask + softmax, residual
@@ -334,6 +335,20 @@ bool Grouper::take_attention(const Node& s) {
     log_->decline(s.name, pv->name, "cycle", "V depends on the attention scores");
     return false;
   }
+  // A side input computed only for one chain op by a pointwise op of its own (the mask's
+  // Where(keep, 0, -inf) of [B, 1, T, T], per layer in TorchScript exports) is computed in
+  // the score expression instead, broadcast like the value it made: a select per score
+  // costs less than writing and reading the mask.
+  for (NodeId c : chain)
+    for (ValueId in : node(c).inputs) {
+      const Node* p = in == kNoValue ? nullptr : ctx_.producer(in);
+      if (!p || group_of_[size_t(id(p))] >= 0 || !is_pointwise(p->op) || p->op == OpKind::BatchNormalization ||
+          ctx_.sole_consumer(in) != &node(c))
+        continue;
+      bool outside = true;
+      for (ValueId x : p->inputs) outside &= x == kNoValue || !depends_on_group(x, grp);
+      if (outside) take(grp, id(p));
+    }
   take(grp, id(pv));
   return true;
 }

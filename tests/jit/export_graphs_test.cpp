@@ -52,7 +52,9 @@ std::vector<std::unique_ptr<Engine>> fused_engines() {
 void check(const Graph& g, const TensorMap& in) {
   Engine reference(EngineOptions{.num_threads = 2, .fuse = false});
   TensorMap want = reference.run(g, in);
+  int engine = 0;
   for (auto& e : fused_engines()) {
+    INFO("engine " << engine++ << " (static, llvm, asmjit)");
     TensorMap got = e->run(g, in);
     for (const auto& [name, t] : want) {
       INFO("output " << name);
@@ -71,7 +73,7 @@ TEST_SUITE("jit/export_graphs") {
     for (const char* name : kTextModels) {
       Graph g = parse_graph(load(name));
       for (auto [b, t] : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {1, 64}}) {
-        INFO(name << " B=" << b << " T=" << t);
+        INFO(std::string(name) << " B=" << b << " T=" << t);
         check(g, text_inputs(b, t, uint64_t(b * 100 + t)));
       }
     }
@@ -91,7 +93,7 @@ TEST_SUITE("jit/export_graphs") {
         attention += grp.kind == GroupKind::Attention;
         layer_norms += grp.pattern.find("layernormalization") != std::string::npos;
       }
-      INFO(name << ": " << f.kernels_after() << " kernels");
+      INFO(std::string(name) << ": " << f.kernels_after() << " kernels");
       CHECK(attention == 2);  // every layer's attention is one kernel, mask and NaN guard inside
       CHECK(f.folded_nodes > 30);
       // The model outside its layers (embedding gathers, add, LayerNorm, the padding mask)

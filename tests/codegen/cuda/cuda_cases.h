@@ -149,6 +149,13 @@ inline std::vector<CudaCase> cuda_cases() {
                  attention("f32"), {{"B", 2}, {"H", 3}, {"T", t}, {"S", s}, {"D", d}, {"E", e}}, K::Attention, 1e-4, 1e-5});
   c.push_back({"attention f16", attention("f16"), {{"B", 1}, {"H", 2}, {"T", 9}, {"S", 9}, {"D", 16}, {"E", 16}},
                K::Attention, 2e-2, 2e-2});
+  // An exported mask: Where(bool [B, 1, T, T], 0, -big) computed in the score expression.
+  c.push_back({"attention bool mask",
+               "graph g\ninput q: f32[1, 2, T, 16]\ninput k: f32[1, 2, 16, T]\ninput v: f32[1, 2, T, 16]\n"
+               "input m: bool[1, 1, T, T]\nconst big: f32[] = [-3.4e38]\nconst zero: f32[] = [0.0]\n"
+               "s = MatMul(q, k)\nw = Where(m, zero, big)\na = Add(s, w)\np = Softmax(a) {axis=-1}\no = MatMul(p, v)\n"
+               "output o\n",
+               {{"T", 37}}, K::Attention, 1e-4, 1e-4});
   return c;
 }
 
