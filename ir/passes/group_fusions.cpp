@@ -232,9 +232,10 @@ void Grouper::take_epilogue(int grp, ValueId start) {
     const std::vector<NodeId>& users = ctx_.consumers(cur);
     if (users.empty()) return;
     const Node& last = node(members_[size_t(grp)].back());
-    if (users.size() > 1 && !ctx_.is_output(cur)) {
-      // A diamond: every user but one feeds only that one, which reads cur too (the NaN
-      // guard Where(IsNaN(o), 0, o)): all of them join, and the chain goes on from it.
+    if (users.size() > 1 && !ctx_.is_output(cur) && kinds_[size_t(grp)] != GroupKind::Reduction) {
+      // A diamond after a product: every user but one feeds only that one, which reads cur
+      // too (the NaN guard Where(IsNaN(o), 0, o)): all of them join, and the chain goes on
+      // from it. (Not after reductions: their epilogues stay as they were planned.)
       const Node* join = nullptr;
       for (NodeId uid : users) {
         const Node& u = node(uid);
