@@ -23,14 +23,17 @@ void run_Range(StaticKernelArgs& a) {
       for (int64_t i = 0; i < out.numel(); ++i) p[i] = float(start + double(i) * delta);
       break;
     }
-    case DType::I32: {
-      int32_t* p = out.data<int32_t>();
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = int32_t(int64_t(start) + i * int64_t(delta));
-      break;
-    }
+    case DType::I32:
     case DType::I64: {
-      int64_t* p = out.data<int64_t>();
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = int64_t(start) + i * int64_t(delta);
+      // Exact: the inputs read as integers, start + i * delta modulo 2^64 (every element lies
+      // between start and limit, so the wrapped sum is the true value).
+      const uint64_t s0 = uint64_t(int_vector(a.node, a.in(0), "start")[0]);
+      const uint64_t d = uint64_t(int_vector(a.node, a.in(2), "delta")[0]);
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        const int64_t v = int64_t(s0 + uint64_t(i) * d);
+        if (out.dtype() == DType::I64) out.data<int64_t>()[i] = v;
+        else out.data<int32_t>()[i] = int32_t(v);
+      }
       break;
     }
     default: static_kernels::unsupported_dtype(a.node, out.dtype());

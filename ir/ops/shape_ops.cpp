@@ -25,6 +25,22 @@ void infer_range(InferContext& ctx) {
   DType t = ctx.input(0).dtype;
   if (t != DType::F32 && t != DType::I32 && t != DType::I64)
     ctx.fail(ErrorCode::DTypeMismatch, ctx.describe_input(0), " must be f32, i32 or i64");
+  if (t != DType::F32) {  // integers exactly (a double loses them near the int64 limits)
+    const int64_t start = int_vector(ctx.node(), ctx.require_constant(0, "start"), "start")[0];
+    const int64_t limit = int_vector(ctx.node(), ctx.require_constant(1, "limit"), "limit")[0];
+    const int64_t delta = int_vector(ctx.node(), ctx.require_constant(2, "delta"), "delta")[0];
+    if (delta == 0) ctx.fail(ErrorCode::InvalidArgument, "delta must be non-zero");
+    // ceil((limit - start) / delta) in unsigned magnitudes (no overflow at the limits).
+    uint64_t n = 0;
+    if ((limit > start && delta > 0) || (limit < start && delta < 0)) {
+      const uint64_t span = limit > start ? uint64_t(limit) - uint64_t(start) : uint64_t(start) - uint64_t(limit);
+      const uint64_t step = delta > 0 ? uint64_t(delta) : uint64_t(0) - uint64_t(delta);
+      n = span / step + (span % step != 0 ? 1 : 0);
+    }
+    if (n > uint64_t(kMaxElements)) ctx.fail(ErrorCode::OutOfMemory, "range of ", n, " elements is too large");
+    ctx.set_output(0, t, Shape{int64_t(n)});
+    return;
+  }
   double start = scalar(ctx.require_constant(0, "start"));
   double limit = scalar(ctx.require_constant(1, "limit"));
   double delta = scalar(ctx.require_constant(2, "delta"));

@@ -133,3 +133,21 @@ TEST_SUITE("static/indexing") {
     CHECK(test::error_of([] { test::run_static_op(OpKind::ConstantOfShape, {test::ints({2})}); }) == ErrorCode::Unsupported);
   }
 }
+
+TEST_SUITE("static/indexing") {
+  TEST_CASE("integer Range is exact near the int64 limits") {
+    const int64_t hi = std::numeric_limits<int64_t>::max(), lo = std::numeric_limits<int64_t>::min();
+    auto scalar = [](int64_t v) { return OpInput::constant_of(test::ints({v}).reshaped(Shape{})); };
+    const Tensor r = test::run_static_op(OpKind::Range, {scalar(hi), scalar(hi - 5000), scalar(-1000)})[0];
+    REQUIRE(r.shape() == Shape{5});
+    CHECK(r.data<int64_t>()[0] == hi);
+    CHECK(r.data<int64_t>()[4] == hi - 4000);
+    const Tensor s = test::run_static_op(OpKind::Range, {scalar(lo), scalar(lo + 7), scalar(3)})[0];
+    REQUIRE(s.shape() == Shape{3});
+    CHECK(s.data<int64_t>()[2] == lo + 6);
+    CHECK(test::run_static_op(OpKind::Range, {scalar(5), scalar(5), scalar(1)})[0].numel() == 0);
+    CHECK(test::run_static_op(OpKind::Range, {scalar(0), scalar(10), scalar(-1)})[0].numel() == 0);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::Range, {scalar(lo), scalar(hi), scalar(1)}); }) == ErrorCode::OutOfMemory);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::Range, {scalar(0), scalar(1), scalar(0)}); }) == ErrorCode::InvalidArgument);
+  }
+}
