@@ -218,10 +218,11 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
     for (const std::string& p : ap) call += "ptr " + p + ", ";
     in.line(call + "ptr " + bp + ", ptr %tile)");
     std::string ecall = "call void @" + epi + "(ptr %tile, ";
+    const ExprGraph& eg = sink ? a.score : a.epilogue;  // whose accesses ptrs are (bool ones step by bytes)
     for (size_t x = 0; x < ptrs.size(); ++x) {
       std::string off = in.op("add i64 " + in.op("mul i64 " + row0 + ", " + i64(strides[x].row)) + ", " +
                               in.op("mul i64 " + c0 + ", " + i64(strides[x].col)));
-      ecall += "ptr " + in.op("getelementptr float, ptr " + ptrs[x] + ", i64 " + off) + ", ";
+      ecall += "ptr " + in.op("getelementptr " + access_type(eg.accesses[x]) + ", ptr " + ptrs[x] + ", i64 " + off) + ", ";
     }
     if (sink) {
       std::string off = in.op("add i64 " + in.op("mul i64 " + row0 + ", " + i64(tk_pad)) + ", " + c0);
