@@ -36,6 +36,9 @@ struct CompiledKernel {
   /// A symbolic kernel's task range at outer extent s (Note [Symbolic kernels]):
   /// [0, tasks_fixed * ceil(s * tasks_scale / tasks_per)).
   int64_t tasks_fixed = 1, tasks_scale = 1, tasks_per = 1;
+  /// A symbolic kernel serves runs whose outer extent is at most this (its scratch grows
+  /// with it: symbolic attention); the runtime uses another kernel beyond.
+  int64_t max_extent = INT64_MAX;
   std::vector<Prepack> prepacks;    ///< constants to pass packed
   int64_t compile_us = 0;           ///< wall time of compiling (or linking) it
   std::string backend;              ///< "llvm", "asmjit"

@@ -415,9 +415,12 @@ struct Engine::Impl {
       }
       std::optional<SymbolicSpec> sym = symbolize(*lowered, other, nullptr);
       if (sym && jit->supports(sym->spec, nullptr)) {
-        *spec = std::move(*lowered);
-        *extent = sym->extent;
-        return cached_kernel(*jit, std::move(sym->spec));
+        std::shared_ptr<const CompiledKernel> k = cached_kernel(*jit, std::move(sym->spec));
+        if (sym->extent <= k->max_extent) {  // (symbolic attention serves lengths up to its scratch)
+          *spec = std::move(*lowered);
+          *extent = sym->extent;
+          return k;
+        }
       }
     }
     if (!fallback || !fallback->supports(*lowered, nullptr)) return nullptr;

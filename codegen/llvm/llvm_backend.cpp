@@ -104,6 +104,11 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       const AttentionTiling t = attention_tiling(spec, impl_->vector_floats);
       if (ir) *ir = emit_attention_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
+      if (t.symbolic) {  // batches x ceil(T / rows per task)
+        kernel.tasks_fixed = t.batches;
+        kernel.tasks_per = t.rows_per_task;
+        kernel.max_extent = attention_max_extent(spec);
+      }
       tiling = t.str();
       break;
     }
