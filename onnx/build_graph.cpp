@@ -1,0 +1,825 @@
+#include "onnx/build_graph.h"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+
+#include "ir/op_schema.h"
+#include "ir/verifier.h"
+#include "onnx/load_onnx.h"
+#include "onnx/onnx_dtype.h"
+#include "onnx/op_forms.h"
+
+namespace fusor::onnx_import {
+
+// Note [ONNX import]
+// The model is converted in steps, each on the whole graph before the next, so that a
+// broken model is refused before any weight is read:
+// 1. opsets: the default domain's must be at most kOnnxMaxOpset; below kOnnxMinOpset each
+//    operator must mean there what fusor implements (op_forms.h, op_since_opset);
+// 2. names: every value is defined once (a graph input, an initializer or one node's
+//    output; an initializer listed as a graph input, as old exporters write, is a constant),
+//    every node input and graph output is defined, and the nodes have no cycle; the nodes
+//    are then taken in a topological order (the one of the file when it is one);
+// 3. liveness: only the nodes graph outputs depend on are converted (dead code neither
+//    costs run time nor fails the load);
+// 4. operators: every live node's operator must be one of fusor's (ir/ops.def) or one the
+//    loader resolves itself (Constant, Identity, Dropout), in the default domain, at an
+//    opset op_forms.h accepts. All the offenders are named in one Unsupported error;
+// 5. conversion: graph inputs (dim_param → named dims, unnamed dynamic dims →
+//    "<input>_d<axis>", reported), initializers (decoded when first used), Constant nodes
+//    → constants, Identity/Dropout → their input, every other node → a fusor node whose
+//    attributes are converted by fusor's schema (ONNX INT where fusor takes a float,
+//    Cast's dtype enum → fusor's dtype name) and whose input-or-attribute operands take the
+//    form that schema has (input_attribute_forms: an input fusor takes as an attribute must
+//    be a constant; an attribute fusor takes as an input becomes a constant). Outputs fusor
+//    does not produce (LayerNormalization's Mean, MaxPool's Indices, ...) must be unused;
+// 6. graph outputs keep their ONNX names: when an output is an Identity of another value,
+//    that value takes the output's name, or, where it cannot (a graph input, or a value two
+//    outputs share), a same-dtype Cast copies it under that name;
+// 7. the graph is verified (ir/verifier.h).
+// fusor names are [A-Za-z0-9_./:-] (Graph's rule); other characters become '_', and a
+// renamed graph input or output is reported through `warn`.
+
+namespace {
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '/' || c == ':' || c == '-';
+}
+
+std::string sanitize_name(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (!is_name_char(c)) c = '_';
+  if (out.empty() || out == "_") out = "v" + out;
+  return out;
+}
+
+// A dim symbol must read as one in the text format and on the command line (--dim NAME=N).
+std::string sanitize_symbol(const std::string& s) {
+  std::string out;
+  for (char c : s) out += ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) ? c : '_';
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out = "d_" + out;
+  return out;
+}
+
+std::string quoted_list(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+class Builder {
+ public:
+  Builder(const OnnxModel& model, const TensorSource& tensors, const BuildOptions& options)
+      : m_(model), tensors_(tensors), o_(options),
+        g_(sanitize_name(model.graph_name.empty() ? options.fallback_name : model.graph_name)) {}
+
+  Graph build() {
+    check_opsets();
+    index_names();
+    order_nodes();
+    mark_live();
+    check_operators();
+    plan_output_names();
+    add_inputs();
+    for (size_t i : order_)
+      if (live_[i]) convert_node(m_.nodes[i]);
+    add_outputs();
+    try {
+      verify(g_);
+    } catch (const Error& e) {
+      fail(e.code(), o_.source, ": ", e.message());
+    }
+    return std::move(g_);
+  }
+
+ private:
+  // ---- messages ----------------------------------------------------------------------
+
+  std::string label(const OnnxNode& n) const {
+    return "node '" + (n.name.empty() ? "(unnamed, output " + (n.outputs.empty() ? std::string("none") : n.outputs[0]) + ")" : n.name) +
+           "' (" + (n.domain.empty() ? "" : n.domain + ".") + n.op_type + ")";
+  }
+  template <class... Parts>
+  [[noreturn]] void node_error(const OnnxNode& n, ErrorCode code, const Parts&... parts) const {
+    fail(code, o_.source, ": ", label(n), ": ", parts...);
+  }
+  template <class... Parts>
+  [[noreturn]] void model_error(ErrorCode code, const Parts&... parts) const {
+    fail(code, o_.source, ": ", parts...);
+  }
+  void warn(const std::string& message) const { o_.warn(o_.source + ": " + message); }
+
+  // ---- 1. opsets ---------------------------------------------------------------------
+
+  void check_opsets() {
+    auto it = m_.opsets.find("");
+    opset_ = it == m_.opsets.end() ? -1 : it->second;
+    if (opset_ > kOnnxMaxOpset)
+      model_error(ErrorCode::Unsupported, "default-domain opset ", opset_, " is newer than fusor reads (opsets ",
+                  kOnnxMinOpset, " to ", kOnnxMaxOpset,
+                  "; both PyTorch exporters write 17 or 18): export with opset_version=18 or convert the model with "
+                  "onnx.version_converter");
+    if (it != m_.opsets.end() && opset_ < 1) model_error(ErrorCode::ParseError, "default-domain opset ", opset_, " is not valid");
+    if (m_.has_sparse_initializers) model_error(ErrorCode::Unsupported, "sparse initializers are not supported");
+  }
+
+  // ---- 2. names ----------------------------------------------------------------------
+
+  void index_names() {
+    for (size_t i = 0; i < m_.initializers.size(); ++i) {
+      const std::string& name = m_.initializers[i].name;
+      if (name.empty()) model_error(ErrorCode::InvalidGraph, "initializer ", i, " has no name");
+      if (!initializer_.emplace(name, i).second)
+        model_error(ErrorCode::InvalidGraph, "two initializers are named '", name, "'");
+    }
+    for (const OnnxValueInfo& in : m_.inputs) {
+      if (in.name.empty()) model_error(ErrorCode::InvalidGraph, "a graph input has no name");
+      if (!declared_inputs_.insert(in.name).second)
+        model_error(ErrorCode::InvalidGraph, "graph input '", in.name, "' is declared twice");
+    }
+    for (size_t i = 0; i < m_.nodes.size(); ++i) {
+      const OnnxNode& n = m_.nodes[i];
+      std::set<std::string> own;
+      for (const std::string& out : n.outputs) {
+        if (out.empty()) continue;
+        if (!own.insert(out).second) node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is listed twice");
+        if (declared_inputs_.count(out) && !initializer_.count(out))
+          node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also a graph input");
+        if (initializer_.count(out)) node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also an initializer");
+        auto [it, inserted] = producer_.emplace(out, i);
+        if (!inserted)
+          node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also produced by ", label(m_.nodes[it->second]),
+                     " (every value must be defined once)");
+      }
+    }
+    for (const OnnxNode& n : m_.nodes)
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (!n.inputs[k].empty() && !defined(n.inputs[k]))
+          node_error(n, ErrorCode::InvalidGraph, "input ", k, " '", n.inputs[k],
+                     "' is not defined (not a graph input, an initializer or the output of any node)");
+    if (m_.outputs.empty()) model_error(ErrorCode::InvalidGraph, "the graph has no outputs");
+    std::set<std::string> outs;
+    for (const OnnxValueInfo& out : m_.outputs) {
+      if (out.name.empty()) model_error(ErrorCode::InvalidGraph, "a graph output has no name");
+      if (!outs.insert(out.name).second)
+        model_error(ErrorCode::InvalidGraph, "graph output '", out.name, "' is listed twice");
+      if (!defined(out.name))
+        model_error(ErrorCode::InvalidGraph, "graph output '", out.name,
+                    "' is not produced by any node (nor a graph input or an initializer)");
+    }
+  }
+
+  bool defined(const std::string& name) const {
+    return declared_inputs_.count(name) || initializer_.count(name) || producer_.count(name);
+  }
+  bool is_graph_input(const std::string& name) const {
+    return declared_inputs_.count(name) && !initializer_.count(name);
+  }
+
+  // Kahn's algorithm, taking the lowest-numbered ready node first so that a file already in
+  // topological order keeps its order.
+  void order_nodes() {
+    const size_t n = m_.nodes.size();
+    std::vector<int> waiting(n, 0);
+    std::vector<std::vector<size_t>> users(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::set<size_t> preds;
+      for (const std::string& in : m_.nodes[i].inputs)
+        if (auto it = producer_.find(in); it != producer_.end()) preds.insert(it->second);
+      waiting[i] = int(preds.size());
+      for (size_t p : preds) users[p].push_back(i);
+    }
+    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+    for (size_t i = 0; i < n; ++i)
+      if (waiting[i] == 0) ready.push(i);
+    while (!ready.empty()) {
+      size_t i = ready.top();
+      ready.pop();
+      order_.push_back(i);
+      for (size_t u : users[i])
+        if (--waiting[u] == 0) ready.push(u);
+    }
+    if (order_.size() == n) return;
+    // A node left waits on a cycle (or on a node that does): walk producers among the
+    // waiting nodes until one repeats, and name that cycle.
+    size_t start = 0;
+    while (waiting[start] == 0) ++start;
+    std::vector<size_t> path;
+    std::map<size_t, size_t> seen;
+    size_t cur = start;
+    while (!seen.count(cur)) {
+      seen[cur] = path.size();
+      path.push_back(cur);
+      for (const std::string& in : m_.nodes[cur].inputs)
+        if (auto it = producer_.find(in); it != producer_.end() && waiting[it->second] > 0) {
+          cur = it->second;
+          break;
+        }
+    }
+    std::string cycle;
+    for (size_t k = seen[cur]; k < path.size(); ++k) cycle += label(m_.nodes[path[k]]) + " → ";
+    cycle += label(m_.nodes[cur]);
+    node_error(m_.nodes[cur], ErrorCode::InvalidGraph, "is on a cycle: ", cycle);
+  }
+
+  // ---- 3. liveness -------------------------------------------------------------------
+
+  void mark_live() {
+    live_.assign(m_.nodes.size(), false);
+    std::vector<std::string> stack;
+    for (const OnnxValueInfo& out : m_.outputs) {
+      stack.push_back(out.name);
+      ++uses_[out.name];
+    }
+    std::set<std::string> visited;
+    while (!stack.empty()) {
+      std::string v = stack.back();
+      stack.pop_back();
+      if (!visited.insert(v).second) continue;
+      auto it = producer_.find(v);
+      if (it == producer_.end() || live_[it->second]) continue;
+      live_[it->second] = true;
+      for (const std::string& in : m_.nodes[it->second].inputs)
+        if (!in.empty()) stack.push_back(in);
+    }
+    for (size_t i = 0; i < m_.nodes.size(); ++i)
+      if (live_[i])
+        for (const std::string& in : m_.nodes[i].inputs)
+          if (!in.empty()) ++uses_[in];
+  }
+
+  // ---- 4. operators ------------------------------------------------------------------
+
+  static bool resolved_by_loader(const std::string& op) { return op == "Constant" || op == "Identity" || op == "Dropout"; }
+
+  void check_operators() {
+    struct Offender {
+      std::string what, first;
+      int count = 0;
+    };
+    std::vector<std::string> order;
+    std::map<std::string, Offender> offenders;
+    auto add = [&](const std::string& key, const std::string& what, const OnnxNode& n) {
+      auto [it, inserted] = offenders.emplace(key, Offender{what, n.name.empty() ? "(unnamed)" : n.name, 0});
+      if (inserted) order.push_back(key);
+      ++it->second.count;
+    };
+    for (size_t i : order_) {
+      if (!live_[i]) continue;
+      const OnnxNode& n = m_.nodes[i];
+      if (!n.domain.empty()) {
+        auto it = m_.opsets.find(n.domain);
+        add(n.domain + "." + n.op_type,
+            n.op_type + " (domain " + n.domain + " " +
+                (it == m_.opsets.end() ? std::string("(not imported)") : "version " + std::to_string(it->second)) +
+                ": fusor reads only the default domain)",
+            n);
+        continue;
+      }
+      if (opset_ < 0)
+        model_error(ErrorCode::ParseError, "the model imports no default-domain opset, yet ", label(n), " uses it");
+      OpKind kind;
+      const bool known = resolved_by_loader(n.op_type) || parse_op_kind(n.op_type, &kind);
+      if (!known) {
+        add(n.op_type, n.op_type + " (opset " + std::to_string(opset_) + ": not a fusor operator)", n);
+        continue;
+      }
+      const int64_t since = op_since_opset(n.op_type);
+      if (opset_ < since)
+        add(n.op_type,
+            n.op_type + " (opset " + std::to_string(opset_) + ": fusor implements it as defined from opset " +
+                std::to_string(since) + ")",
+            n);
+    }
+    if (offenders.empty()) return;
+    std::vector<std::string> parts;
+    for (const std::string& key : order) {
+      const Offender& o = offenders[key];
+      parts.push_back(o.what + " at " + (o.count == 1 ? "node '" + o.first + "'"
+                                                      : std::to_string(o.count) + " nodes, first '" + o.first + "'"));
+    }
+    model_error(ErrorCode::Unsupported, parts.size(), parts.size() == 1 ? " operator is" : " operators are",
+                " not supported: ", quoted_list(parts));
+  }
+
+  // ---- 6 (planned before the conversion). output names -------------------------------
+
+  // The value an ONNX name stands for once Identity and Dropout are removed.
+  std::string root(std::string name) const {
+    for (;;) {
+      auto it = producer_.find(name);
+      if (it == producer_.end()) return name;
+      const OnnxNode& n = m_.nodes[it->second];
+      bool passes = n.domain.empty() && (n.op_type == "Identity" || n.op_type == "Dropout") && !n.inputs.empty() &&
+                    !n.inputs[0].empty() && !n.outputs.empty() && n.outputs[0] == name;
+      if (!passes) return name;
+      name = n.inputs[0];
+    }
+  }
+
+  void plan_output_names() {
+    std::set<std::string>& output_names = output_names_;
+    for (const OnnxValueInfo& out : m_.outputs) output_names.insert(out.name);
+    for (const OnnxValueInfo& out : m_.outputs) reserved_.insert(sanitize_name(out.name));
+    for (const OnnxValueInfo& in : m_.inputs)
+      if (is_graph_input(in.name)) reserved_.insert(sanitize_name(in.name));
+    for (const OnnxValueInfo& out : m_.outputs) {
+      std::string r = root(out.name);
+      if (r == out.name) continue;
+      const bool renamable = producer_.count(r) && !output_names.count(r) && !preferred_name_.count(r);
+      if (renamable) preferred_name_[r] = out.name;
+      else copies_.insert(out.name);
+    }
+  }
+
+  // The fusor name of a new value for ONNX name `onnx_name`. A graph input or output (or
+  // the value standing for one, or the copy made for one) owns its sanitized name; other
+  // values never take a graph input's or output's name.
+  std::string new_value_name(const std::string& onnx_name, bool is_copy = false) {
+    std::string want = onnx_name;
+    if (auto it = preferred_name_.find(onnx_name); it != preferred_name_.end()) want = it->second;
+    const std::string s = sanitize_name(want);
+    const bool owner = is_graph_input(want) || (output_names_.count(want) && (is_copy || !copies_.count(want)));
+    if (g_.find_value(s) == kNoValue && (owner || !reserved_.count(s))) return s;
+    return fresh_name(s);
+  }
+
+  std::string fresh_name(const std::string& base) {
+    for (size_t i = 1;; ++i) {
+      std::string s = base + "_" + std::to_string(i);
+      if (g_.find_value(s) == kNoValue && !reserved_.count(s) && !node_names_.count(s)) return s;
+    }
+  }
+
+  std::string new_node_name(const OnnxNode& n) {
+    std::string base = !n.name.empty() ? sanitize_name(n.name)
+                       : (!n.outputs.empty() && !n.outputs[0].empty()) ? sanitize_name(n.outputs[0])
+                                                                         : n.op_type;
+    std::string s = base;
+    for (size_t i = 1; node_names_.count(s); ++i) s = base + "_" + std::to_string(i);
+    node_names_.insert(s);
+    return s;
+  }
+
+  // ---- 5. conversion -----------------------------------------------------------------
+
+  void add_inputs() {
+    std::set<std::string> params;
+    for (const OnnxValueInfo& in : m_.inputs)
+      for (const OnnxDim& d : in.dims)
+        if (!d.has_value && !d.param.empty()) params.insert(sanitize_symbol(d.param));
+    if (o_.constant_inputs)
+      for (const auto& [name, t] : *o_.constant_inputs)
+        if (!is_graph_input(name))
+          model_error(ErrorCode::InvalidArgument, "no graph input is named '", name, "' (constant_inputs)");
+    for (const OnnxValueInfo& in : m_.inputs) {
+      if (!is_graph_input(in.name)) continue;  // an initializer listed as an input: a constant
+      const std::string what = "graph input '" + in.name + "'";
+      if (!in.has_type) model_error(ErrorCode::InvalidGraph, what, " has no type");
+      if (!in.is_tensor) model_error(ErrorCode::Unsupported, what, " is not a tensor (sequences, maps and optionals are not supported)");
+      DType dtype;
+      if (!fusor_dtype_of(in.elem_type, &dtype))
+        model_error(ErrorCode::Unsupported, what, " has dtype ", onnx_dtype_name(in.elem_type),
+                    ", which fusor does not support (it takes ", supported_onnx_dtypes(), ")");
+      if (!in.has_shape)
+        model_error(ErrorCode::Unsupported, what, " has no shape (unknown rank); fusor needs the rank of every input");
+      std::vector<Dim> dims;
+      for (size_t axis = 0; axis < in.dims.size(); ++axis) {
+        const OnnxDim& d = in.dims[axis];
+        if (d.has_value) {
+          if (d.value < 0) model_error(ErrorCode::ParseError, what, " has dimension ", axis, " = ", d.value);
+          dims.emplace_back(d.value);
+        } else if (!d.param.empty()) {
+          std::string sym = sanitize_symbol(d.param);
+          if (sym != d.param)
+            warn(what + ": dimension " + std::to_string(axis) + " '" + d.param + "' is named '" + sym +
+                 "' (bind it with --dim " + sym + "=SIZE)");
+          dims.emplace_back(sym);
+        } else {
+          std::string sym = sanitize_symbol(in.name + "_d" + std::to_string(axis));
+          while (params.count(sym)) sym += "_";
+          params.insert(sym);
+          warn(what + ": dimension " + std::to_string(axis) + " is dynamic without a name; it is named '" + sym +
+               "' (bind it with --dim " + sym + "=SIZE)");
+          dims.emplace_back(sym);
+        }
+      }
+      std::string name = new_value_name(in.name);
+      if (name != in.name) warn(what + " is named '" + name + "' (fusor names use A-Z a-z 0-9 _ . / : -)");
+      if (const Tensor* fixed = constant_input(in.name)) {
+        check_constant_input(what, *fixed, dtype, dims);
+        values_[in.name] = guard([&] { return g_.add_constant(name, fixed->clone()); });
+        continue;
+      }
+      values_[in.name] = guard([&] { return g_.add_input(name, dtype, std::move(dims)); });
+    }
+  }
+
+  const Tensor* constant_input(const std::string& name) const {
+    if (!o_.constant_inputs) return nullptr;
+    auto it = o_.constant_inputs->find(name);
+    return it == o_.constant_inputs->end() ? nullptr : &it->second;
+  }
+
+  void check_constant_input(const std::string& what, const Tensor& t, DType dtype, const std::vector<Dim>& dims) {
+    if (t.dtype() != dtype)
+      model_error(ErrorCode::DTypeMismatch, what, " is ", dtype_name(dtype), " but its constant value is ", t.type_str());
+    bool fits = t.rank() == int(dims.size());
+    for (size_t i = 0; fits && i < dims.size(); ++i)
+      fits = dims[i].is_symbolic() || dims[i].size == t.shape()[int(i)];
+    if (!fits) {
+      std::string declared;
+      for (const Dim& d : dims) declared += (declared.empty() ? "" : ", ") + d.str();
+      model_error(ErrorCode::ShapeMismatch, what, " is declared [", declared, "] but its constant value is ", t.type_str());
+    }
+  }
+
+  // Runs f, prefixing a fusor::Error from the graph with the source.
+  template <class F>
+  auto guard(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const Error& e) {
+      if (e.message().rfind(o_.source + ": ", 0) == 0) throw;
+      fail(e.code(), o_.source, ": ", e.message());
+    }
+  }
+
+  // The fusor value of ONNX name `name` (an initializer becomes a constant when first used).
+  ValueId value_of(const std::string& name) {
+    if (auto it = values_.find(name); it != values_.end()) return it->second;
+    auto init = initializer_.find(name);
+    FUSOR_ASSERT(init != initializer_.end(), "ONNX value '", name, "' used before its definition");
+    Tensor t = tensors_.decode(m_.initializers[init->second], "initializer '" + name + "'");
+    std::string fname = new_value_name(name);
+    ValueId v = guard([&] { return g_.add_constant(fname, std::move(t)); });
+    values_[name] = v;
+    return v;
+  }
+
+  // The dtype of `name` when it is already known (graph inputs and constants).
+  bool known_dtype(const std::string& name, DType* out) {
+    if (name.empty()) return false;
+    if (!values_.count(name) && !initializer_.count(name)) return false;
+    const Value& v = g_.value(value_of(name));
+    if (v.kind == ValueKind::NodeOutput) return false;
+    *out = v.dtype;
+    return true;
+  }
+
+  const Tensor* constant_of(const std::string& name) {
+    if (name.empty()) return nullptr;
+    if (!values_.count(name) && !initializer_.count(name)) return nullptr;
+    return g_.constant_data(value_of(name));
+  }
+
+  void convert_node(const OnnxNode& n) {
+    if (n.op_type == "Constant") return convert_constant(n);
+    if (n.op_type == "Identity" || n.op_type == "Dropout") return convert_pass_through(n);
+    OpKind kind;
+    FUSOR_ASSERT(parse_op_kind(n.op_type, &kind), "operator checked before conversion: ", n.op_type);
+    const OpSchema& schema = op_schema(kind);
+
+    std::vector<ValueId> inputs;
+    for (const std::string& in : n.inputs) inputs.push_back(in.empty() ? kNoValue : value_of(in));
+    std::vector<bool> drop(inputs.size(), false);
+    std::set<std::string> done_attrs;
+    Attributes attrs;
+
+    for (const InputAttributeForm& form : input_attribute_forms(n.op_type)) {
+      const size_t idx = size_t(form.input);
+      const bool has_input = idx < n.inputs.size() && !n.inputs[idx].empty();
+      const OnnxAttribute* attr = find_attr(n, form.attr);
+      const AttrSpec* spec = find_spec(schema, form.attr);
+      const bool schema_takes_input = schema.max_inputs > form.input;
+      if (has_input && !schema_takes_input) {
+        if (!spec)
+          node_error(n, ErrorCode::Unsupported, "input ", idx, " '", n.inputs[idx], "' (", form.attr,
+                     "): fusor's ", n.op_type, " takes neither that input nor an attribute '", form.attr, "'");
+        const Tensor* t = constant_of(n.inputs[idx]);
+        if (!t)
+          node_error(n, ErrorCode::Unsupported, "input ", idx, " '", n.inputs[idx], "' (", form.attr,
+                     ") must be a constant (an initializer or a Constant's output): fusor's ", n.op_type,
+                     " takes ", form.attr, " as an attribute");
+        attrs[std::string(form.attr)] = attribute_from_tensor(n, *t, *spec, form.attr);
+        drop[idx] = true;
+      } else if (attr && !spec) {
+        done_attrs.insert(attr->name);
+        if (!schema_takes_input)
+          node_error(n, ErrorCode::Unsupported, "attribute '", form.attr, "': fusor's ", n.op_type,
+                     " takes neither that attribute nor an input for it");
+        if (has_input) node_error(n, ErrorCode::InvalidGraph, "'", form.attr, "' is given both as input ", idx, " and as an attribute");
+        if (inputs.size() <= idx) {
+          inputs.resize(idx + 1, kNoValue);
+          drop.resize(idx + 1, false);
+        }
+        inputs[idx] = constant_from_attribute(n, *attr);
+      }
+    }
+    for (size_t k = drop.size(); k-- > 0;) {
+      if (!drop[k]) continue;
+      for (size_t j = k + 1; j < inputs.size(); ++j)
+        if (!drop[j] && inputs[j] != kNoValue)
+          node_error(n, ErrorCode::Unsupported, "fusor's ", n.op_type, " takes input ", k,
+                     " as an attribute but input ", j, " as an input; the loader cannot shift the inputs");
+      inputs.resize(k);
+    }
+    while (!inputs.empty() && inputs.back() == kNoValue) inputs.pop_back();
+    if (kind == OpKind::Pow && inputs.size() == 2) inputs[1] = exponent_in_base_dtype(n, inputs[1]);
+
+    for (const OnnxAttribute& a : n.attrs) {
+      if (done_attrs.count(a.name)) continue;
+      if (!a.ref_attr_name.empty())
+        node_error(n, ErrorCode::Unsupported, "attribute '", a.name, "' refers to a function attribute ('",
+                   a.ref_attr_name, "')");
+      const AttrSpec* spec = find_spec(schema, a.name);
+      if (!spec) {
+        if (droppable_attribute(n.op_type, a.name, a.type == OnnxAttrType::Int, a.i)) continue;
+        std::string known;
+        for (const AttrSpec& s : schema.attrs) known += (known.empty() ? "" : ", ") + std::string(s.name);
+        node_error(n, ErrorCode::Unsupported, "attribute '", a.name, "' is not supported (fusor's ", n.op_type,
+                   " takes: ", known.empty() ? "none" : known, ")");
+      }
+      attrs[a.name] = convert_attribute(n, a, *spec);
+    }
+
+    std::vector<std::string> out_names;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const std::string& out = n.outputs[k];
+      if (int(k) < schema.num_outputs) {
+        out_names.push_back(out.empty() ? fresh_name(new_node_name_base(n) + "_unused") : new_value_name(out));
+      } else if (!out.empty() && uses_.count(out)) {
+        node_error(n, ErrorCode::Unsupported, "output ", k, " '", out, "' is used, but fusor's ", n.op_type,
+                   " produces only ", schema.num_outputs, " output", schema.num_outputs == 1 ? "" : "s");
+      }
+    }
+    while (int(out_names.size()) < schema.num_outputs) out_names.push_back(fresh_name(new_node_name_base(n) + "_unused"));
+    std::string node_name = new_node_name(n);
+    NodeId id = guard([&] { return g_.add_node(kind, inputs, out_names, attrs, node_name); });
+    const Node& made = g_.node(id);
+    for (size_t k = 0; k < n.outputs.size() && int(k) < schema.num_outputs; ++k)
+      if (!n.outputs[k].empty()) values_[n.outputs[k]] = made.outputs[k];
+  }
+
+  // ONNX's Pow takes an exponent of any numeric dtype; fusor's takes the base's. When both
+  // dtypes are known here (graph inputs, constants) and differ, the exponent is converted:
+  // a constant's data directly, anything else through a Cast. (Unknown dtypes are left to
+  // fusor's shape inference, which names the mismatch.)
+  ValueId exponent_in_base_dtype(const OnnxNode& n, ValueId exponent) {
+    DType base, ex;
+    if (!known_dtype(n.inputs[0], &base) || !is_floating(base) || !known_dtype(n.inputs[1], &ex) || ex == base)
+      return exponent;
+    const std::string name = fresh_name(new_node_name_base(n) + "_exponent");
+    if (const Tensor* t = g_.constant_data(exponent)) {
+      Tensor converted = Tensor::empty(base, t->shape());
+      for (int64_t i = 0; i < t->numel(); ++i) converted.set(i, t->at(i));
+      return guard([&] { return g_.add_constant(name, std::move(converted)); });
+    }
+    OnnxNode cast;
+    cast.name = name;
+    std::string node_name = new_node_name(cast);
+    NodeId id = guard([&] {
+      return g_.add_node(OpKind::Cast, {exponent}, {name}, {{"to", std::string(dtype_name(base))}}, node_name);
+    });
+    return g_.node(id).outputs[0];
+  }
+
+  std::string new_node_name_base(const OnnxNode& n) const { return sanitize_name(n.name.empty() ? n.op_type : n.name); }
+
+  static const OnnxAttribute* find_attr(const OnnxNode& n, std::string_view name) {
+    for (const OnnxAttribute& a : n.attrs)
+      if (a.name == name) return &a;
+    return nullptr;
+  }
+  static const AttrSpec* find_spec(const OpSchema& s, std::string_view name) {
+    for (const AttrSpec& a : s.attrs)
+      if (a.name == name) return &a;
+    return nullptr;
+  }
+
+  Attribute convert_attribute(const OnnxNode& n, const OnnxAttribute& a, const AttrSpec& spec) {
+    if (a.type == OnnxAttrType::Undefined) node_error(n, ErrorCode::ParseError, "attribute '", a.name, "' has no type");
+    switch (spec.type) {
+      case AttrType::Int:
+        if (a.type == OnnxAttrType::Int) return a.i;
+        if (a.type == OnnxAttrType::Tensor) return attribute_from_tensor(n, decode_attr_tensor(n, a), spec, a.name);
+        break;
+      case AttrType::Float:
+        if (a.type == OnnxAttrType::Float) return a.f;
+        if (a.type == OnnxAttrType::Int) return double(a.i);
+        if (a.type == OnnxAttrType::Tensor) return attribute_from_tensor(n, decode_attr_tensor(n, a), spec, a.name);
+        break;
+      case AttrType::Ints:
+        if (a.type == OnnxAttrType::Ints) return a.ints;
+        break;
+      case AttrType::Floats:
+        if (a.type == OnnxAttrType::Floats) return a.floats;
+        if (a.type == OnnxAttrType::Ints) return std::vector<double>(a.ints.begin(), a.ints.end());
+        break;
+      case AttrType::String:
+        if (a.type == OnnxAttrType::String) return a.s;
+        if (a.type == OnnxAttrType::Int && is_dtype_attribute(n.op_type, a.name)) {
+          DType t;
+          if (a.i > INT32_MAX || a.i < INT32_MIN || !fusor_dtype_of(int32_t(a.i), &t))
+            node_error(n, ErrorCode::Unsupported, "attribute '", a.name, "' = ",
+                       onnx_dtype_name(a.i > INT32_MAX || a.i < INT32_MIN ? -1 : int32_t(a.i)),
+                       ": fusor does not support that dtype (it takes ", supported_onnx_dtypes(), ")");
+          return std::string(dtype_name(t));
+        }
+        break;
+    }
+    node_error(n, ErrorCode::InvalidGraph, "attribute '", a.name, "' is ", onnx_attr_type_name(a.type), " but ",
+               n.op_type, " takes ", attr_type_name(spec.type));
+  }
+
+  Tensor decode_attr_tensor(const OnnxNode& n, const OnnxAttribute& a) {
+    return tensors_.decode(a.tensor, label(n) + ": attribute '" + a.name + "'");
+  }
+
+  Attribute attribute_from_tensor(const OnnxNode& n, const Tensor& t, const AttrSpec& spec, std::string_view what) {
+    const bool integral = is_integer(t.dtype());
+    auto integer_at = [&](int64_t i) { return t.dtype() == DType::I64 ? t.data<int64_t>()[i] : int64_t(t.data<int32_t>()[i]); };
+    const char* want = "a string";
+    switch (spec.type) {
+      case AttrType::Int:
+        if (integral && t.numel() == 1) return integer_at(0);
+        want = "one integer";
+        break;
+      case AttrType::Float:
+        if (t.numel() == 1 && t.dtype() != DType::Bool) return t.at(0);
+        want = "one number";
+        break;
+      case AttrType::Ints:
+        if (integral && t.rank() <= 1) {
+          std::vector<int64_t> v(size_t(t.numel()));
+          for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = integer_at(i);
+          return v;
+        }
+        want = "a 1-D integer tensor";
+        break;
+      case AttrType::Floats:
+        if (t.rank() <= 1 && t.dtype() != DType::Bool) {
+          std::vector<double> v(size_t(t.numel()));
+          for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = t.at(i);
+          return v;
+        }
+        want = "a 1-D tensor of numbers";
+        break;
+      case AttrType::String: break;
+    }
+    node_error(n, ErrorCode::InvalidGraph, std::string(what), " is ", t.type_str(), "; fusor's ", n.op_type, " wants ",
+               want);
+  }
+
+  // An ONNX attribute fusor takes as an input: a constant of ONNX's type for it (i64 for
+  // integers; for a float, the dtype of input 0 when known, else f32).
+  ValueId constant_from_attribute(const OnnxNode& n, const OnnxAttribute& a) {
+    Tensor t;
+    switch (a.type) {
+      case OnnxAttrType::Int:
+        t = Tensor::empty(DType::I64, Shape{});
+        t.data<int64_t>()[0] = a.i;
+        break;
+      case OnnxAttrType::Ints:
+        t = Tensor::empty(DType::I64, Shape{int64_t(a.ints.size())});
+        std::copy(a.ints.begin(), a.ints.end(), t.data<int64_t>());
+        break;
+      case OnnxAttrType::Float: {
+        DType d = DType::F32;
+        if (!n.inputs.empty() && known_dtype(n.inputs[0], &d) && !is_floating(d)) d = DType::F32;
+        t = Tensor::from_doubles(d, Shape{}, {a.f});
+        break;
+      }
+      case OnnxAttrType::Floats:
+        t = Tensor::from_doubles(DType::F32, Shape{int64_t(a.floats.size())}, a.floats);
+        break;
+      default:
+        node_error(n, ErrorCode::Unsupported, "attribute '", a.name, "' of type ", onnx_attr_type_name(a.type),
+                   " cannot become an input");
+    }
+    std::string name = fresh_name(new_node_name_base(n) + "_" + a.name);
+    return guard([&] { return g_.add_constant(name, std::move(t)); });
+  }
+
+  void convert_constant(const OnnxNode& n) {
+    if (n.outputs.size() != 1 || n.outputs[0].empty()) node_error(n, ErrorCode::InvalidGraph, "must have one output");
+    if (!n.inputs.empty()) node_error(n, ErrorCode::InvalidGraph, "takes no inputs, has ", n.inputs.size());
+    if (n.attrs.size() != 1)
+      node_error(n, ErrorCode::InvalidGraph, "must have exactly one attribute (value, value_float, ...), has ",
+                 n.attrs.size());
+    const OnnxAttribute& a = n.attrs[0];
+    Tensor t;
+    auto want = [&](OnnxAttrType type) {
+      if (a.type != type)
+        node_error(n, ErrorCode::InvalidGraph, "attribute '", a.name, "' is ", onnx_attr_type_name(a.type),
+                   ", not ", onnx_attr_type_name(type));
+    };
+    if (a.name == "value") {
+      want(OnnxAttrType::Tensor);
+      t = decode_attr_tensor(n, a);
+    } else if (a.name == "value_float") {
+      want(OnnxAttrType::Float);
+      t = Tensor::from_doubles(DType::F32, Shape{}, {a.f});
+    } else if (a.name == "value_floats") {
+      want(OnnxAttrType::Floats);
+      t = Tensor::from_doubles(DType::F32, Shape{int64_t(a.floats.size())}, a.floats);
+    } else if (a.name == "value_int") {
+      want(OnnxAttrType::Int);
+      t = Tensor::empty(DType::I64, Shape{});
+      t.data<int64_t>()[0] = a.i;
+    } else if (a.name == "value_ints") {
+      want(OnnxAttrType::Ints);
+      t = Tensor::empty(DType::I64, Shape{int64_t(a.ints.size())});
+      std::copy(a.ints.begin(), a.ints.end(), t.data<int64_t>());
+    } else if (a.name == "value_string" || a.name == "value_strings") {
+      node_error(n, ErrorCode::Unsupported, "string constants are not supported");
+    } else if (a.name == "sparse_value") {
+      node_error(n, ErrorCode::Unsupported, "sparse constants are not supported");
+    } else {
+      node_error(n, ErrorCode::InvalidGraph, "unknown attribute '", a.name, "'");
+    }
+    std::string name = new_value_name(n.outputs[0]);
+    values_[n.outputs[0]] = guard([&] { return g_.add_constant(name, std::move(t)); });
+  }
+
+  void convert_pass_through(const OnnxNode& n) {
+    if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.empty() || n.outputs[0].empty())
+      node_error(n, ErrorCode::InvalidGraph, "needs an input and an output");
+    if (n.op_type == "Identity" && (n.inputs.size() != 1 || n.outputs.size() != 1))
+      node_error(n, ErrorCode::InvalidGraph, "takes one input and one output");
+    if (n.op_type == "Dropout") {
+      if (n.inputs.size() > 3 || n.outputs.size() > 2)
+        node_error(n, ErrorCode::InvalidGraph, "takes at most 3 inputs and 2 outputs");
+      if (n.inputs.size() == 3 && !n.inputs[2].empty()) {
+        const Tensor* mode = constant_of(n.inputs[2]);
+        if (!mode || mode->numel() != 1 || mode->dtype() != DType::Bool)
+          node_error(n, ErrorCode::Unsupported, "training_mode '", n.inputs[2],
+                     "' must be a constant bool (fusor runs inference)");
+        if (mode->at(0) != 0) node_error(n, ErrorCode::Unsupported, "training_mode is true; fusor runs inference");
+      }
+      if (n.outputs.size() == 2 && !n.outputs[1].empty() && uses_.count(n.outputs[1]))
+        node_error(n, ErrorCode::Unsupported, "its mask output '", n.outputs[1], "' is used (fusor runs inference)");
+    }
+    values_[n.outputs[0]] = value_of(n.inputs[0]);
+  }
+
+  void add_outputs() {
+    for (const OnnxValueInfo& out : m_.outputs) {
+      ValueId v = value_of(out.name);
+      if (copies_.count(out.name)) {
+        DType dtype = g_.value(v).dtype;
+        if (g_.value(v).kind == ValueKind::NodeOutput) {
+          if (!out.has_type || !out.is_tensor || !fusor_dtype_of(out.elem_type, &dtype))
+            model_error(ErrorCode::InvalidGraph, "graph output '", out.name,
+                        "' repeats another value and has no tensor type of a dtype fusor supports");
+        }
+        std::string name = new_value_name(out.name, /*is_copy=*/true);
+        OnnxNode copy;
+        copy.op_type = "Cast";
+        copy.name = out.name + "_copy";
+        std::string node_name = new_node_name(copy);
+        NodeId id = guard([&] {
+          return g_.add_node(OpKind::Cast, {v}, {name}, {{"to", std::string(dtype_name(dtype))}}, node_name);
+        });
+        v = g_.node(id).outputs[0];
+      }
+      const std::string& fname = g_.value(v).name;
+      if (fname != out.name) warn("graph output '" + out.name + "' is named '" + fname + "' (fusor names use A-Z a-z 0-9 _ . / : -)");
+      guard([&] {
+        g_.add_output(v);
+        return 0;
+      });
+    }
+  }
+
+  const OnnxModel& m_;
+  const TensorSource& tensors_;
+  const BuildOptions& o_;
+  Graph g_;
+  int64_t opset_ = -1;
+
+  std::map<std::string, size_t> initializer_;   // name -> index in m_.initializers
+  std::set<std::string> declared_inputs_;       // graph.input names (initializers included)
+  std::map<std::string, size_t> producer_;      // value name -> node index
+  std::vector<size_t> order_;                   // node indices in topological order
+  std::vector<bool> live_;                      // by node index
+  std::map<std::string, int> uses_;             // live uses of each value (graph outputs count)
+  std::map<std::string, ValueId> values_;       // ONNX name -> fusor value
+  std::map<std::string, std::string> preferred_name_;  // root value -> graph output name it takes
+  std::set<std::string> copies_;                // graph outputs that need a copy of their value
+  std::set<std::string> output_names_;          // ONNX names of the graph outputs
+  std::set<std::string> reserved_;              // fusor names of graph inputs and outputs
+  std::set<std::string> node_names_;
+};
+
+}  // namespace
+
+Graph build_graph(const OnnxModel& model, const TensorSource& tensors, const BuildOptions& options) {
+  return Builder(model, tensors, options).build();
+}
+
+}  // namespace fusor::onnx_import
