@@ -126,22 +126,22 @@ const ExternalFiles::File& ExternalFiles::open_file(const std::string& location,
 
   Fd dir(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.fd < 0) fail(ErrorCode::Io, at, ": cannot open the model's folder '", base_dir_, "': ", std::strerror(errno));
+  // O_NOFOLLOW refuses a link as the last component of each openat: ELOOP, or ENOTDIR when
+  // O_DIRECTORY is asked too; fstatat tells a link from a plain failure.
+  auto refuse = [&](int dirfd, const std::string& part, int err, const char* what) {
+    struct stat ls;
+    if (::fstatat(dirfd, part.c_str(), &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode))
+      fail(ErrorCode::Io, at, ": '", part, "' is a symbolic link; links are not followed (copy the file into the folder)");
+    fail(ErrorCode::Io, at, ": cannot open ", what, " '", part, "' in '", base_dir_, "': ", std::strerror(err));
+  };
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     int next = ::openat(dir.fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (next < 0) {
-      int e = errno;
-      if (e == ELOOP) fail(ErrorCode::Io, at, ": '", parts[i], "' is a symbolic link; links are not followed");
-      fail(ErrorCode::Io, at, ": cannot open folder '", parts[i], "': ", std::strerror(e));
-    }
+    if (next < 0) refuse(dir.fd, parts[i], errno, "folder");
     ::close(dir.fd);
     dir.fd = next;
   }
   Fd f(::openat(dir.fd, parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (f.fd < 0) {
-    int e = errno;
-    if (e == ELOOP) fail(ErrorCode::Io, at, ": a symbolic link; links are not followed (copy the file into the folder)");
-    fail(ErrorCode::Io, at, ": cannot open it in '", base_dir_, "': ", std::strerror(e));
-  }
+  if (f.fd < 0) refuse(dir.fd, parts.back(), errno, "file");
   struct stat st;
   if (::fstat(f.fd, &st) != 0) fail(ErrorCode::Io, at, ": cannot stat: ", std::strerror(errno));
   if (!S_ISREG(st.st_mode)) fail(ErrorCode::Io, at, " is ", file_kind(st.st_mode), ", not a regular file");

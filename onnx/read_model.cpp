@@ -232,9 +232,10 @@ ModelReader::ModelReader(std::string_view bytes, const std::string& source, Exte
   m.external = external;
   if (bytes.size() > kMaxModelBytes)
     fail(ErrorCode::Unsupported, source, ": ", bytes.size(), " bytes is more than protobuf parses (2 GiB)");
+  if (bytes.empty()) fail(ErrorCode::ParseError, source, ": not an ONNX model (the file is empty)");
   if (!m.proto.ParseFromArray(bytes.data(), int(bytes.size())))
-    fail(ErrorCode::ParseError, source, ": not an ONNX model (the protobuf does not parse: ",
-         bytes.empty() ? "the file is empty" : "truncated, corrupt or not protobuf", ")");
+    fail(ErrorCode::ParseError, source,
+         ": not an ONNX model (the protobuf does not parse: truncated, corrupt, or another kind of file)");
   const onnx::ModelProto& p = m.proto;
   if (p.ir_version() <= 0 || !p.has_graph())
     fail(ErrorCode::ParseError, source, ": not an ONNX model (", p.ir_version() <= 0 ? "no ir_version" : "no graph",
