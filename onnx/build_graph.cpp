@@ -461,14 +461,40 @@ class Builder {
     return v;
   }
 
-  // The dtype of `name` when it is already known (graph inputs and constants).
-  bool known_dtype(const std::string& name, DType* out) {
+  // The dtype of ONNX value `name` when the loader knows it: graph inputs, initializers,
+  // constants, and outputs of nodes whose dtype rule (op_forms.h) gives it from those.
+  bool known_dtype(const std::string& name, DType* out) const {
     if (name.empty()) return false;
-    if (!values_.count(name) && !initializer_.count(name)) return false;
-    const Value& v = g_.value(value_of(name));
-    if (v.kind == ValueKind::NodeOutput) return false;
-    *out = v.dtype;
-    return true;
+    if (auto it = dtypes_.find(name); it != dtypes_.end()) {
+      *out = it->second;
+      return true;
+    }
+    if (auto it = initializer_.find(name); it != initializer_.end())
+      return fusor_dtype_of(m_.initializers[it->second].data_type, out);
+    if (auto it = values_.find(name); it != values_.end() && g_.value(it->second).kind != ValueKind::NodeOutput) {
+      *out = g_.value(it->second).dtype;
+      return true;
+    }
+    return false;
+  }
+
+  // Records the dtype of node n's first output by its rule.
+  void track_dtype(const OnnxNode& n, const Attributes& attrs) {
+    if (n.outputs.empty() || n.outputs[0].empty()) return;
+    DType t;
+    bool known = false;
+    switch (output_dtype_rule(n.op_type)) {
+      case OutputDType::Input0: known = !n.inputs.empty() && known_dtype(n.inputs[0], &t); break;
+      case OutputDType::Input1: known = n.inputs.size() > 1 && known_dtype(n.inputs[1], &t); break;
+      case OutputDType::Bool: t = DType::Bool, known = true; break;
+      case OutputDType::Int64: t = DType::I64, known = true; break;
+      case OutputDType::CastTo:
+        if (auto it = attrs.find("to"); it != attrs.end() && it->second.type() == AttrType::String)
+          known = parse_dtype(it->second.s(), &t);
+        break;
+      case OutputDType::Unknown: break;
+    }
+    if (known) dtypes_[n.outputs[0]] = t;
   }
 
   const Tensor* constant_of(const std::string& name) {
@@ -563,12 +589,13 @@ class Builder {
     const Node& made = g_.node(id);
     for (size_t k = 0; k < n.outputs.size() && int(k) < schema.num_outputs; ++k)
       if (!n.outputs[k].empty()) values_[n.outputs[k]] = made.outputs[k];
+    track_dtype(n, attrs);
   }
 
   // ONNX's Pow takes an exponent of any numeric dtype; fusor's takes the base's. When both
-  // dtypes are known here (graph inputs, constants) and differ, the exponent is converted:
-  // a constant's data directly, anything else through a Cast. (Unknown dtypes are left to
-  // fusor's shape inference, which names the mismatch.)
+  // dtypes are known here (known_dtype) and differ, the exponent is converted: a constant's
+  // data directly, anything else through a Cast. (Unknown dtypes are left to fusor's shape
+  // inference, which names the mismatch.)
   ValueId exponent_in_base_dtype(const OnnxNode& n, ValueId exponent) {
     DType base, ex;
     if (!known_dtype(n.inputs[0], &base) || !is_floating(base) || !known_dtype(n.inputs[1], &ex) || ex == base)
@@ -765,6 +792,8 @@ class Builder {
         node_error(n, ErrorCode::Unsupported, "its mask output '", n.outputs[1], "' is used (fusor runs inference)");
     }
     values_[n.outputs[0]] = value_of(n.inputs[0]);
+    DType t;
+    if (known_dtype(n.inputs[0], &t)) dtypes_[n.outputs[0]] = t;
   }
 
   void add_outputs() {
@@ -809,6 +838,7 @@ class Builder {
   std::vector<bool> live_;                      // by node index
   std::map<std::string, int> uses_;             // live uses of each value (graph outputs count)
   std::map<std::string, ValueId> values_;       // ONNX name -> fusor value
+  std::map<std::string, DType> dtypes_;         // node outputs whose dtype the loader knows
   std::map<std::string, std::string> preferred_name_;  // root value -> graph output name it takes
   std::set<std::string> copies_;                // graph outputs that need a copy of their value
   std::set<std::string> output_names_;          // ONNX names of the graph outputs

@@ -96,7 +96,54 @@ constexpr Droppable kDroppable[] = {
     {"BatchNormalization", "spatial", false, 1, "spatial=1 is the only behaviour of later opsets"},
 };
 
+struct DtypeRule {
+  std::string_view op_type;
+  OutputDType rule;
+};
+constexpr DtypeRule kDtypeRules[] = {
+    {"Abs", OutputDType::Input0},          {"Add", OutputDType::Input0},
+    {"And", OutputDType::Bool},            {"ArgMax", OutputDType::Int64},
+    {"AveragePool", OutputDType::Input0},  {"BatchNormalization", OutputDType::Input0},
+    {"Cast", OutputDType::CastTo},         {"Clip", OutputDType::Input0},
+    {"Concat", OutputDType::Input0},       {"Conv", OutputDType::Input0},
+    {"CumSum", OutputDType::Input0},       {"Div", OutputDType::Input0},
+    {"Dropout", OutputDType::Input0},      {"Equal", OutputDType::Bool},
+    {"Erf", OutputDType::Input0},          {"Exp", OutputDType::Input0},
+    {"Expand", OutputDType::Input0},       {"Flatten", OutputDType::Input0},
+    {"Gather", OutputDType::Input0},       {"GatherElements", OutputDType::Input0},
+    {"GatherND", OutputDType::Input0},     {"Gelu", OutputDType::Input0},
+    {"Gemm", OutputDType::Input0},         {"GlobalAveragePool", OutputDType::Input0},
+    {"Greater", OutputDType::Bool},        {"GreaterOrEqual", OutputDType::Bool},
+    {"HardSigmoid", OutputDType::Input0},  {"HardSwish", OutputDType::Input0},
+    {"Identity", OutputDType::Input0},     {"IsInf", OutputDType::Bool},
+    {"IsNaN", OutputDType::Bool},          {"LayerNormalization", OutputDType::Input0},
+    {"LeakyRelu", OutputDType::Input0},    {"Less", OutputDType::Bool},
+    {"LessOrEqual", OutputDType::Bool},    {"Log", OutputDType::Input0},
+    {"MatMul", OutputDType::Input0},       {"Max", OutputDType::Input0},
+    {"MaxPool", OutputDType::Input0},      {"Min", OutputDType::Input0},
+    {"Mul", OutputDType::Input0},          {"Neg", OutputDType::Input0},
+    {"Not", OutputDType::Bool},            {"Or", OutputDType::Bool},
+    {"Pad", OutputDType::Input0},          {"Pow", OutputDType::Input0},
+    {"Range", OutputDType::Input0},        {"Reciprocal", OutputDType::Input0},
+    {"ReduceMax", OutputDType::Input0},    {"ReduceMean", OutputDType::Input0},
+    {"ReduceMin", OutputDType::Input0},    {"ReduceSum", OutputDType::Input0},
+    {"Relu", OutputDType::Input0},         {"Reshape", OutputDType::Input0},
+    {"Shape", OutputDType::Int64},         {"Sigmoid", OutputDType::Input0},
+    {"Slice", OutputDType::Input0},        {"Softmax", OutputDType::Input0},
+    {"Split", OutputDType::Input0},        {"Sqrt", OutputDType::Input0},
+    {"Squeeze", OutputDType::Input0},      {"Sub", OutputDType::Input0},
+    {"Tanh", OutputDType::Input0},         {"Tile", OutputDType::Input0},
+    {"Transpose", OutputDType::Input0},    {"Trilu", OutputDType::Input0},
+    {"Unsqueeze", OutputDType::Input0},    {"Where", OutputDType::Input1},
+};
+
 }  // namespace
+
+OutputDType output_dtype_rule(std::string_view op_type) {
+  for (const DtypeRule& r : kDtypeRules)
+    if (r.op_type == op_type) return r.rule;
+  return OutputDType::Unknown;
+}
 
 int64_t op_since_opset(std::string_view op_type) {
   auto it = std::find_if(std::begin(kSince), std::end(kSince), [&](const Since& s) { return s.op_type == op_type; });

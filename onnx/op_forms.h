@@ -37,4 +37,11 @@ bool is_dtype_attribute(std::string_view op_type, std::string_view attr);
 /// (for messages); else null.
 const char* droppable_attribute(std::string_view op_type, std::string_view attr, bool is_int, int64_t value);
 
+/// How the dtype of an operator's (first) output follows from its node, for the loader's
+/// own dtype tracking (shape inference proper happens later, per shape).
+enum class OutputDType { Unknown, Input0, Input1, Bool, Int64, CastTo };
+
+/// The dtype rule of `op_type` (Unknown for an operator the table does not list).
+OutputDType output_dtype_rule(std::string_view op_type);
+
 }  // namespace fusor::onnx_import

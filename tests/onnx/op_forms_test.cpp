@@ -159,11 +159,15 @@ TEST_SUITE("onnx/op forms") {
     b.input("e", kInt64, {3});
     b.node("Pow", {"x", "three"}, {"cube"});
     b.node("Pow", {"x", "e"}, {"y"});
+    b.node("Relu", {"x"}, {"r"});  // a computed base: its dtype follows from x's
+    b.node("Pow", {"r", "three"}, {"rcube"});
     b.output("cube");
     b.output("y");
+    b.output("rcube");
     TensorMap out = run(b, {{"x", make(DType::F32, {3}, {1, 2, 3})}, {"e", make(DType::I64, {3}, {2, 0, 1})}});
     check_values(out.at("cube"), Shape{3}, {1, 8, 27});
     check_values(out.at("y"), Shape{3}, {1, 1, 3});
+    check_values(out.at("rcube"), Shape{3}, {1, 8, 27});
   }
 
   TEST_CASE("Split: split as attribute (opset 11), as input (13), num_outputs (18)") {
