@@ -348,9 +348,11 @@ class Builder {
     return fresh_name(s);
   }
 
+  // base_N for the first N (counting on from the last one given for base) whose name is
+  // free, so that naming stays linear however many values share a base.
   std::string fresh_name(const std::string& base) {
-    for (size_t i = 1;; ++i) {
-      std::string s = base + "_" + std::to_string(i);
+    for (size_t& i = next_suffix_[base];;) {
+      std::string s = base + "_" + std::to_string(++i);
       if (g_.find_value(s) == kNoValue && !reserved_.count(s) && !node_names_.count(s)) return s;
     }
   }
@@ -359,8 +361,7 @@ class Builder {
     std::string base = !n.name.empty() ? sanitize_name(n.name)
                        : (!n.outputs.empty() && !n.outputs[0].empty()) ? sanitize_name(n.outputs[0])
                                                                          : n.op_type;
-    std::string s = base;
-    for (size_t i = 1; node_names_.count(s); ++i) s = base + "_" + std::to_string(i);
+    std::string s = node_names_.count(base) ? fresh_name(base) : base;
     node_names_.insert(s);
     return s;
   }
@@ -844,6 +845,7 @@ class Builder {
   std::set<std::string> output_names_;          // ONNX names of the graph outputs
   std::set<std::string> reserved_;              // fusor names of graph inputs and outputs
   std::set<std::string> node_names_;
+  std::map<std::string, size_t> next_suffix_;   // fresh_name's counters
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "onnx/load_onnx.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
@@ -19,10 +20,8 @@ namespace {
 
 void warn_to_stderr(const std::string& message) { std::fprintf(stderr, "fusor: warning: %s\n", message.c_str()); }
 
-Graph load(std::string_view bytes, const std::string& source, const std::string& base_dir, const OnnxOptions& o,
-           const std::string& fallback_name) {
-  onnx_import::ExternalFiles external(base_dir, source);
-  onnx_import::ModelReader reader(bytes, source, &external);
+Graph build(const onnx_import::ModelReader& reader, const std::string& source, const OnnxOptions& o,
+            const std::string& fallback_name) {
   onnx_import::BuildOptions options;
   options.source = source;
   options.fallback_name = fallback_name;
@@ -35,15 +34,21 @@ Graph load(std::string_view bytes, const std::string& source, const std::string&
 
 Graph load_onnx(const std::string& path, const OnnxOptions& options) {
   const std::string source = options.source.empty() ? path : options.source;
-  std::string bytes = onnx_import::read_regular_file(path, onnx_import::kMaxModelBytes, "ONNX model");
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   const std::string stem = std::filesystem::path(path).stem().string();
-  return load(bytes, source, !options.base_dir.empty() ? options.base_dir : folder.empty() ? "." : folder.string(),
-              options, stem.empty() ? std::string("onnx") : stem);
+  std::string bytes = onnx_import::read_regular_file(path, onnx_import::kMaxModelBytes, "ONNX model");
+  onnx_import::ExternalFiles external(
+      !options.base_dir.empty() ? options.base_dir : folder.empty() ? "." : folder.string(), source);
+  onnx_import::ModelReader reader(bytes, source, &external);
+  std::string().swap(bytes);  // the parsed message holds what the graph needs: free the file's copy
+  return build(reader, source, options, stem.empty() ? std::string("onnx") : stem);
 }
 
 Graph load_onnx_bytes(std::string_view bytes, const OnnxOptions& options) {
-  return load(bytes, options.source.empty() ? "<onnx bytes>" : options.source, options.base_dir, options, "onnx");
+  const std::string source = options.source.empty() ? "<onnx bytes>" : options.source;
+  onnx_import::ExternalFiles external(options.base_dir, source);
+  onnx_import::ModelReader reader(bytes, source, &external);
+  return build(reader, source, options, "onnx");
 }
 
 Tensor read_onnx_tensor(const std::string& path, std::string* name) {
