@@ -579,11 +579,12 @@ class Builder {
       const std::string& out = n.outputs[k];
       if (int(k) < schema.num_outputs) {
         out_names.push_back(out.empty() ? fresh_name(new_node_name_base(n) + "_unused") : new_value_name(out));
-      } else if (!out.empty() && uses_.count(out)) {
+      } else if (!out.empty() && uses_.count(out) && !(kind == OpKind::LayerNormalization && k <= 2)) {
         node_error(n, ErrorCode::Unsupported, "output ", k, " '", out, "' is used, but fusor's ", n.op_type,
                    " produces only ", schema.num_outputs, " output", schema.num_outputs == 1 ? "" : "s");
       }
     }
+    if (kind == OpKind::LayerNormalization) layernorm_statistics(n, inputs[0], attrs);
     while (int(out_names.size()) < schema.num_outputs) out_names.push_back(fresh_name(new_node_name_base(n) + "_unused"));
     std::string node_name = new_node_name(n);
     NodeId id = guard([&] { return g_.add_node(kind, inputs, out_names, attrs, node_name); });
@@ -614,6 +615,63 @@ class Builder {
       return g_.add_node(OpKind::Cast, {exponent}, {name}, {{"to", std::string(dtype_name(base))}}, node_name);
     });
     return g_.node(id).outputs[0];
+  }
+
+  // Adds a fusor node of the loader's own making: its name and output's derive from n's
+  // (or the output is ONNX value `onnx_out`, named as such).
+  ValueId add_op(const OnnxNode& n, OpKind kind, std::vector<ValueId> inputs, Attributes attrs, const std::string& what,
+                 const std::string& onnx_out = "") {
+    std::string out = onnx_out.empty() ? fresh_name(new_node_name_base(n) + "_" + what) : new_value_name(onnx_out);
+    OnnxNode named;
+    named.name = new_node_name_base(n) + "_" + what;
+    std::string node_name = new_node_name(named);
+    NodeId id = guard([&] { return g_.add_node(kind, std::move(inputs), {out}, std::move(attrs), node_name); });
+    ValueId v = g_.node(id).outputs[0];
+    if (!onnx_out.empty()) values_[onnx_out] = v;
+    return v;
+  }
+
+  ValueId scalar_constant(const OnnxNode& n, const std::string& what, float value) {
+    std::string name = fresh_name(new_node_name_base(n) + "_" + what);
+    return guard([&] { return g_.add_constant(name, Tensor::from_doubles(DType::F32, Shape{}, {value})); });
+  }
+
+  // LayerNormalization's optional outputs Mean and InvStdDev (training aids fusor's
+  // LayerNormalization does not produce; the ONNX tests read them): computed beside it as
+  // ReduceMean(X) and 1 / Sqrt(ReduceMean((X - Mean)^2) + epsilon) over axes [axis, rank),
+  // in f32 (stash_type 1). The axes need X's rank, known here for a graph input or a
+  // constant; otherwise the outputs stay unsupported.
+  void layernorm_statistics(const OnnxNode& n, ValueId x, const Attributes& attrs) {
+    const bool mean_used = n.outputs.size() > 1 && !n.outputs[1].empty() && uses_.count(n.outputs[1]);
+    const bool inv_used = n.outputs.size() > 2 && !n.outputs[2].empty() && uses_.count(n.outputs[2]);
+    if (!mean_used && !inv_used) return;
+    const Value& xv = g_.value(x);
+    if (xv.kind == ValueKind::NodeOutput || !is_floating(xv.dtype))
+      node_error(n, ErrorCode::Unsupported, "its Mean or InvStdDev output is used; fusor computes them only for an X ",
+                 "of known rank (a graph input or a constant) and floating dtype");
+    const int rank = int(xv.dims.size());
+    auto attr_or = [&](const char* name, Attribute fallback) {
+      auto it = attrs.find(name);
+      return it == attrs.end() ? fallback : it->second;
+    };
+    const int64_t axis_attr = attr_or("axis", int64_t(-1)).i();
+    const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+    if (axis < 0 || axis >= rank) node_error(n, ErrorCode::InvalidGraph, "axis ", axis_attr, " is out of range for rank ", rank);
+    if (attr_or("stash_type", int64_t(1)).i() != 1)
+      node_error(n, ErrorCode::Unsupported, "stash_type other than 1 (f32) for the Mean and InvStdDev outputs");
+    std::vector<int64_t> axes;
+    for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+    const Attributes reduce{{"axes", axes}, {"keepdims", int64_t(1)}};
+    ValueId xf = xv.dtype == DType::F32 ? x : add_op(n, OpKind::Cast, {x}, {{"to", "f32"}}, "x_f32");
+    const std::string mean_name = mean_used ? n.outputs[1] : "";
+    ValueId mean = add_op(n, OpKind::ReduceMean, {xf}, reduce, "mean", mean_name);
+    if (!inv_used) return;
+    ValueId d = add_op(n, OpKind::Sub, {xf, mean}, {}, "centered");
+    ValueId var = add_op(n, OpKind::ReduceMean, {add_op(n, OpKind::Mul, {d, d}, {}, "squares")}, reduce, "variance");
+    const double eps = attr_or("epsilon", 1e-5).f();
+    ValueId sd = add_op(n, OpKind::Sqrt, {add_op(n, OpKind::Add, {var, scalar_constant(n, "epsilon", float(eps))}, {}, "var_eps")},
+                        {}, "stddev");
+    add_op(n, OpKind::Div, {scalar_constant(n, "one", 1.f), sd}, {}, "inv_stddev", n.outputs[2]);
   }
 
   std::string new_node_name_base(const OnnxNode& n) const { return sanitize_name(n.name.empty() ? n.op_type : n.name); }

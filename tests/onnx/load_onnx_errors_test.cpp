@@ -244,10 +244,18 @@ TEST_SUITE("onnx/load_onnx errors") {
     OnnxBuilder ln(17);
     ln.input("x", kFloat, {2, 3});
     ln.initializer("g", {3}, {1, 1, 1});
-    ln.node("LayerNormalization", {"x", "g"}, {"y", "mean"}, "ln");
+    ln.node("Relu", {"x"}, {"r"});  // of unknown rank here
+    ln.node("LayerNormalization", {"r", "g"}, {"y", "mean"}, "ln");
     ln.output("y");
     ln.output("mean");
-    check_error(ln, ErrorCode::Unsupported, {"node 'ln'", "output 1 'mean' is used"});
+    check_error(ln, ErrorCode::Unsupported, {"node 'ln'", "Mean or InvStdDev output is used"});
+
+    OnnxBuilder pool(17);
+    pool.input("x", kFloat, {1, 1, 2, 2});
+    attr(pool.node("MaxPool", {"x"}, {"y", "indices"}, "mp"), "kernel_shape", std::vector<int64_t>{2, 2});
+    pool.output("y");
+    pool.output("indices", kInt64);
+    check_error(pool, ErrorCode::Unsupported, {"node 'mp'", "output 1 'indices' is used"});
   }
 
   TEST_CASE("graph inputs fusor cannot take") {

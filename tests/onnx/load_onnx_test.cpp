@@ -48,6 +48,8 @@ int count_ops(const Graph& g, OpKind op) {
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+void check_close(const Tensor& got, const Tensor& want) { FUSOR_CHECK_CLOSE(got, want, 1e-5, 1e-6); }
+
 TensorMap run_on(BackendKind backend, const Graph& g, const TensorMap& in) {
   Engine engine(EngineOptions{.backend = backend, .num_threads = 2, .disk_cache = false});
   return engine.run(g, in);
@@ -359,6 +361,24 @@ output y
     Tensor z = run_on(BackendKind::Static, g, {{"x", make(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})}}).at("z");
     CHECK(z.shape() == Shape{2, 3});
     CHECK(std::fabs(z.at(0)) < 1e-3);  // every column of x@ones is the same: normalized to 0
+  }
+
+  TEST_CASE("LayerNormalization's Mean and InvStdDev outputs are computed beside it") {
+    OnnxBuilder b(17);
+    b.input("x", kFloat, {2, 2, 2});
+    b.initializer("g", {2, 2}, {1, 1, 1, 1});
+    auto& ln = b.node("LayerNormalization", {"x", "g"}, {"y", "mean", "inv"}, "ln");
+    attr(ln, "axis", int64_t(1));
+    attr(ln, "epsilon", 0.25f);
+    b.output("y");
+    b.output("mean");
+    b.output("inv");
+    Graph g = load(b);
+    TensorMap out = run_on(BackendKind::Static, g, {{"x", make(DType::F32, {2, 2, 2}, {1, 2, 3, 4, 0, 0, 0, 8})}});
+    // Row 0: mean 2.5, variance 1.25 -> 1/sqrt(1.5); row 1: mean 2, variance 12 -> 1/sqrt(12.25)
+    check_close(out.at("mean"), make(DType::F32, {2, 1, 1}, {2.5, 2}));
+    check_close(out.at("inv"), make(DType::F32, {2, 1, 1}, {1 / std::sqrt(1.5), 1 / 3.5}));
+    CHECK(out.at("y").at(0) == doctest::Approx(-1.5 / std::sqrt(1.5)));
   }
 
   TEST_CASE("older opsets are read where the operator did not change") {
