@@ -271,6 +271,16 @@ class Builder {
     for (size_t i : order_) {
       if (!live_[i]) continue;
       const OnnxNode& n = m_.nodes[i];
+      const bool local_function =
+          std::find(m_.functions.begin(), m_.functions.end(), std::make_pair(n.domain, n.op_type)) != m_.functions.end();
+      if (local_function) {
+        add(n.domain + "." + n.op_type,
+            n.op_type + " (a function the model defines in domain " + (n.domain.empty() ? "ai.onnx" : n.domain) +
+                ": fusor does not expand model-local functions; inline them first, e.g. with "
+                "onnx.inliner.inline_local_functions)",
+            n);
+        continue;
+      }
       if (!n.domain.empty()) {
         auto it = m_.opsets.find(n.domain);
         add(n.domain + "." + n.op_type,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/tensor.h"
@@ -95,6 +96,8 @@ struct OnnxModel {
   std::vector<OnnxValueInfo> outputs;
   std::vector<TensorRef> initializers;
   bool has_sparse_initializers = false;
+  /// The model-local functions (FunctionProto) the model defines: (domain, name).
+  std::vector<std::pair<std::string, std::string>> functions;
 };
 
 }  // namespace fusor::onnx_import

@@ -256,6 +256,7 @@ ModelReader::ModelReader(std::string_view bytes, const std::string& source, Exte
   for (const auto& v : g.output()) out.outputs.push_back(value_info(v));
   for (const auto& t : g.initializer()) out.initializers.push_back(m.add_tensor(t));
   out.has_sparse_initializers = g.sparse_initializer_size() > 0;
+  for (const auto& f : p.functions()) out.functions.emplace_back(domain_of(f.domain()), f.name());
   out.nodes.reserve(size_t(g.node_size()));
   for (const auto& n : g.node()) {
     OnnxNode node;

@@ -95,6 +95,17 @@ TEST_SUITE("onnx/load_onnx errors") {
                  "node 'quux'", "FusedGelu (domain com.microsoft version 1", "node 'ms_gelu'"});
   }
 
+  TEST_CASE("a model-local function is named as one") {
+    OnnxBuilder b(17);
+    b.input("x", kFloat, {2});
+    b.node("MyGelu", {"x"}, {"y"}, "call", "custom.fns");
+    b.output("y");
+    auto* f = b.model().add_functions();
+    f->set_name("MyGelu");
+    f->set_domain("custom.fns");
+    check_error(b, ErrorCode::Unsupported, {"MyGelu (a function the model defines in domain custom.fns", "node 'call'"});
+  }
+
   TEST_CASE("an opset above 18 is refused") {
     check_error(relu_model(19), ErrorCode::Unsupported, {"opset 19", "opsets 13 to 18"});
   }
