@@ -71,6 +71,16 @@ std::string quoted_list(const std::vector<std::string>& v) {
   return out;
 }
 
+// The most outputs a node of `schema` may have. OpSchema::max_outputs (Split's variadic
+// outputs) comes with the operators of issue 12's other half; until ir/op_schema.h has it,
+// every operator has exactly num_outputs. (Once both halves are in, this is
+// `s.max_outputs ? s.max_outputs : s.num_outputs`.)
+template <class Schema>
+int max_outputs(const Schema& s) {
+  if constexpr (requires { s.max_outputs; }) return s.max_outputs ? s.max_outputs : s.num_outputs;
+  else return s.num_outputs;
+}
+
 class Builder {
  public:
   Builder(const OnnxModel& model, const TensorSource& tensors, const BuildOptions& options)
@@ -499,9 +509,12 @@ class Builder {
       case OutputDType::Input1: known = n.inputs.size() > 1 && known_dtype(n.inputs[1], &t); break;
       case OutputDType::Bool: t = DType::Bool, known = true; break;
       case OutputDType::Int64: t = DType::I64, known = true; break;
-      case OutputDType::CastTo:
-        if (auto it = attrs.find("to"); it != attrs.end() && it->second.type() == AttrType::String)
-          known = parse_dtype(it->second.s(), &t);
+      case OutputDType::DtypeAttribute:
+        if (const char* name = dtype_attribute_of(n.op_type)) {
+          auto it = attrs.find(name);
+          if (it == attrs.end()) t = DType::F32, known = true;
+          else if (it->second.type() == AttrType::String) known = parse_dtype(it->second.s(), &t);
+        }
         break;
       case OutputDType::Unknown: break;
     }
@@ -582,16 +595,26 @@ class Builder {
                    " takes: ", known.empty() ? "none" : known, ")");
       }
       attrs[a.name] = convert_attribute(n, a, *spec);
+      // A tensor that became a number leaves its dtype behind, unless fusor keeps it too.
+      const char* dtype_attr = a.type == OnnxAttrType::Tensor ? tensor_dtype_attribute(n.op_type, a.name) : nullptr;
+      if (dtype_attr && find_spec(schema, dtype_attr) && !find_attr(n, dtype_attr)) {
+        DType t;
+        if (!fusor_dtype_of(a.tensor.data_type, &t))
+          node_error(n, ErrorCode::Unsupported, "attribute '", a.name, "' has dtype ", onnx_dtype_name(a.tensor.data_type),
+                     " (fusor takes ", supported_onnx_dtypes(), ")");
+        attrs[dtype_attr] = std::string(dtype_name(t));
+      }
     }
 
     std::vector<std::string> out_names;
+    const int most_outputs = max_outputs(schema);
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       const std::string& out = n.outputs[k];
-      if (int(k) < schema.num_outputs) {
+      if (int(k) < most_outputs) {
         out_names.push_back(out.empty() ? fresh_name(new_node_name_base(n) + "_unused") : new_value_name(out));
       } else if (!out.empty() && uses_.count(out) && !(kind == OpKind::LayerNormalization && k <= 2)) {
         node_error(n, ErrorCode::Unsupported, "output ", k, " '", out, "' is used, but fusor's ", n.op_type,
-                   " produces only ", schema.num_outputs, " output", schema.num_outputs == 1 ? "" : "s");
+                   " produces only ", most_outputs, " output", most_outputs == 1 ? "" : "s");
       }
     }
     if (kind == OpKind::LayerNormalization) layernorm_statistics(n, inputs[0], attrs);
@@ -599,7 +622,7 @@ class Builder {
     std::string node_name = new_node_name(n);
     NodeId id = guard([&] { return g_.add_node(kind, inputs, out_names, attrs, node_name); });
     const Node& made = g_.node(id);
-    for (size_t k = 0; k < n.outputs.size() && int(k) < schema.num_outputs; ++k)
+    for (size_t k = 0; k < n.outputs.size() && k < made.outputs.size(); ++k)
       if (!n.outputs[k].empty()) values_[n.outputs[k]] = made.outputs[k];
     track_dtype(n, attrs);
   }

@@ -104,8 +104,9 @@ constexpr DtypeRule kDtypeRules[] = {
     {"Abs", OutputDType::Input0},          {"Add", OutputDType::Input0},
     {"And", OutputDType::Bool},            {"ArgMax", OutputDType::Int64},
     {"AveragePool", OutputDType::Input0},  {"BatchNormalization", OutputDType::Input0},
-    {"Cast", OutputDType::CastTo},         {"Clip", OutputDType::Input0},
-    {"Concat", OutputDType::Input0},       {"Conv", OutputDType::Input0},
+    {"Cast", OutputDType::DtypeAttribute}, {"Clip", OutputDType::Input0},
+    {"Concat", OutputDType::Input0},       {"ConstantOfShape", OutputDType::DtypeAttribute},
+    {"Conv", OutputDType::Input0},
     {"CumSum", OutputDType::Input0},       {"Div", OutputDType::Input0},
     {"Dropout", OutputDType::Input0},      {"Equal", OutputDType::Bool},
     {"Erf", OutputDType::Input0},          {"Exp", OutputDType::Input0},
@@ -138,6 +139,16 @@ constexpr DtypeRule kDtypeRules[] = {
 };
 
 }  // namespace
+
+const char* tensor_dtype_attribute(std::string_view op_type, std::string_view attr) {
+  return op_type == "ConstantOfShape" && attr == "value" ? "dtype" : nullptr;
+}
+
+const char* dtype_attribute_of(std::string_view op_type) {
+  if (op_type == "Cast") return "to";
+  if (op_type == "ConstantOfShape") return "dtype";
+  return nullptr;
+}
 
 OutputDType output_dtype_rule(std::string_view op_type) {
   for (const DtypeRule& r : kDtypeRules)

@@ -37,11 +37,20 @@ bool is_dtype_attribute(std::string_view op_type, std::string_view attr);
 /// (for messages); else null.
 const char* droppable_attribute(std::string_view op_type, std::string_view attr, bool is_int, int64_t value);
 
+/// When the TENSOR attribute `attr` of `op_type` becomes a number in fusor's schema
+/// (ConstantOfShape's value), the String attribute of fusor's schema that receives the
+/// tensor's dtype ("dtype"); else null.
+const char* tensor_dtype_attribute(std::string_view op_type, std::string_view attr);
+
 /// How the dtype of an operator's (first) output follows from its node, for the loader's
-/// own dtype tracking (shape inference proper happens later, per shape).
-enum class OutputDType { Unknown, Input0, Input1, Bool, Int64, CastTo };
+/// own dtype tracking (shape inference proper happens later, per shape). DtypeAttribute:
+/// the fusor dtype name in the attribute dtype_attribute_of() names (f32 when absent).
+enum class OutputDType { Unknown, Input0, Input1, Bool, Int64, DtypeAttribute };
 
 /// The dtype rule of `op_type` (Unknown for an operator the table does not list).
 OutputDType output_dtype_rule(std::string_view op_type);
+
+/// For a DtypeAttribute rule: the attribute holding the output's dtype (Cast's "to").
+const char* dtype_attribute_of(std::string_view op_type);
 
 }  // namespace fusor::onnx_import

@@ -257,4 +257,22 @@ TEST_SUITE("onnx/op forms") {
       check_values(run(b, {{"x", make(DType::F32, {2, 2}, {1, 2, 3, 4})}}).at("y"), Shape{2, 2}, {1, 0, 3, 4});
     }
   }
+
+  TEST_CASE("ConstantOfShape: the value tensor gives the value and the dtype") {
+    if (!have_op("ConstantOfShape")) return;
+    OnnxBuilder b(17);
+    b.input("x", kInt64, {2, 3});
+    b.node("Shape", {"x"}, {"s"});
+    onnx::TensorProto seven = int64_tensor("", {1}, {7});
+    attr(b.node("ConstantOfShape", {"s"}, {"sevens"}), "value", seven);
+    b.node("ConstantOfShape", {"s"}, {"zeros"});  // no value: f32 zeros
+    b.node("Add", {"x", "sevens"}, {"y"});
+    b.output("y", kInt64);
+    b.output("zeros");
+    TensorMap out = run(b, {{"x", make(DType::I64, {2, 3}, {0, 1, 2, 3, 4, 5})}});
+    CHECK(out.at("y").dtype() == DType::I64);
+    check_values(out.at("y"), Shape{2, 3}, {7, 8, 9, 10, 11, 12});
+    CHECK(out.at("zeros").dtype() == DType::F32);
+    check_values(out.at("zeros"), Shape{2, 3}, {0, 0, 0, 0, 0, 0});
+  }
 }
