@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <map>
-#include <queue>
 #include <set>
 
 #include "ir/op_schema.h"
 #include "ir/verifier.h"
+#include "onnx/convert_attribute.h"
+#include "onnx/index_model.h"
 #include "onnx/load_onnx.h"
 #include "onnx/onnx_dtype.h"
 #include "onnx/op_forms.h"
@@ -65,12 +66,6 @@ std::string sanitize_symbol(const std::string& s) {
   return out;
 }
 
-std::string quoted_list(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 // The most outputs a node of `schema` may have. OpSchema::max_outputs (Split's variadic
 // outputs) comes with the operators of issue 12's other half; until ir/op_schema.h has it,
 // every operator has exactly num_outputs. (Once both halves are in, this is
@@ -88,15 +83,11 @@ class Builder {
         g_(sanitize_name(model.graph_name.empty() ? options.fallback_name : model.graph_name)) {}
 
   Graph build() {
-    check_opsets();
-    index_names();
-    order_nodes();
-    mark_live();
-    check_operators();
+    ix_ = index_model(m_, o_.source);
     plan_output_names();
     add_inputs();
-    for (size_t i : order_)
-      if (live_[i]) convert_node(m_.nodes[i]);
+    for (size_t i : ix_.order)
+      if (ix_.live[i]) convert_node(m_.nodes[i]);
     add_outputs();
     try {
       verify(g_);
@@ -109,10 +100,7 @@ class Builder {
  private:
   // ---- messages ----------------------------------------------------------------------
 
-  std::string label(const OnnxNode& n) const {
-    return "node '" + (n.name.empty() ? "(unnamed, output " + (n.outputs.empty() ? std::string("none") : n.outputs[0]) + ")" : n.name) +
-           "' (" + (n.domain.empty() ? "" : n.domain + ".") + n.op_type + ")";
-  }
+  static std::string label(const OnnxNode& n) { return onnx_node_label(n); }
   template <class... Parts>
   [[noreturn]] void node_error(const OnnxNode& n, ErrorCode code, const Parts&... parts) const {
     fail(code, o_.source, ": ", label(n), ": ", parts...);
@@ -123,216 +111,13 @@ class Builder {
   }
   void warn(const std::string& message) const { o_.warn(o_.source + ": " + message); }
 
-  // ---- 1. opsets ---------------------------------------------------------------------
-
-  void check_opsets() {
-    auto it = m_.opsets.find("");
-    opset_ = it == m_.opsets.end() ? -1 : it->second;
-    if (opset_ > kOnnxMaxOpset)
-      model_error(ErrorCode::Unsupported, "default-domain opset ", opset_, " is newer than fusor reads (opsets ",
-                  kOnnxMinOpset, " to ", kOnnxMaxOpset,
-                  "; both PyTorch exporters write 17 or 18): export with opset_version=18 or convert the model with "
-                  "onnx.version_converter");
-    if (it != m_.opsets.end() && opset_ < 1) model_error(ErrorCode::ParseError, "default-domain opset ", opset_, " is not valid");
-    if (m_.has_sparse_initializers) model_error(ErrorCode::Unsupported, "sparse initializers are not supported");
-  }
-
-  // ---- 2. names ----------------------------------------------------------------------
-
-  void index_names() {
-    for (size_t i = 0; i < m_.initializers.size(); ++i) {
-      const std::string& name = m_.initializers[i].name;
-      if (name.empty()) model_error(ErrorCode::InvalidGraph, "initializer ", i, " has no name");
-      if (!initializer_.emplace(name, i).second)
-        model_error(ErrorCode::InvalidGraph, "two initializers are named '", name, "'");
-    }
-    for (const OnnxValueInfo& in : m_.inputs) {
-      if (in.name.empty()) model_error(ErrorCode::InvalidGraph, "a graph input has no name");
-      if (!declared_inputs_.insert(in.name).second)
-        model_error(ErrorCode::InvalidGraph, "graph input '", in.name, "' is declared twice");
-    }
-    for (size_t i = 0; i < m_.nodes.size(); ++i) {
-      const OnnxNode& n = m_.nodes[i];
-      std::set<std::string> own;
-      for (const std::string& out : n.outputs) {
-        if (out.empty()) continue;
-        if (!own.insert(out).second) node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is listed twice");
-        if (declared_inputs_.count(out) && !initializer_.count(out))
-          node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also a graph input");
-        if (initializer_.count(out)) node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also an initializer");
-        auto [it, inserted] = producer_.emplace(out, i);
-        if (!inserted)
-          node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also produced by ", label(m_.nodes[it->second]),
-                     " (every value must be defined once)");
-      }
-    }
-    for (const OnnxNode& n : m_.nodes)
-      for (size_t k = 0; k < n.inputs.size(); ++k)
-        if (!n.inputs[k].empty() && !defined(n.inputs[k]))
-          node_error(n, ErrorCode::InvalidGraph, "input ", k, " '", n.inputs[k],
-                     "' is not defined (not a graph input, an initializer or the output of any node)");
-    if (m_.outputs.empty()) model_error(ErrorCode::InvalidGraph, "the graph has no outputs");
-    std::set<std::string> outs;
-    for (const OnnxValueInfo& out : m_.outputs) {
-      if (out.name.empty()) model_error(ErrorCode::InvalidGraph, "a graph output has no name");
-      if (!outs.insert(out.name).second)
-        model_error(ErrorCode::InvalidGraph, "graph output '", out.name, "' is listed twice");
-      if (!defined(out.name))
-        model_error(ErrorCode::InvalidGraph, "graph output '", out.name,
-                    "' is not produced by any node (nor a graph input or an initializer)");
-    }
-  }
-
-  bool defined(const std::string& name) const {
-    return declared_inputs_.count(name) || initializer_.count(name) || producer_.count(name);
-  }
-  bool is_graph_input(const std::string& name) const {
-    return declared_inputs_.count(name) && !initializer_.count(name);
-  }
-
-  // Kahn's algorithm, taking the lowest-numbered ready node first so that a file already in
-  // topological order keeps its order.
-  void order_nodes() {
-    const size_t n = m_.nodes.size();
-    std::vector<int> waiting(n, 0);
-    std::vector<std::vector<size_t>> users(n);
-    for (size_t i = 0; i < n; ++i) {
-      std::set<size_t> preds;
-      for (const std::string& in : m_.nodes[i].inputs)
-        if (auto it = producer_.find(in); it != producer_.end()) preds.insert(it->second);
-      waiting[i] = int(preds.size());
-      for (size_t p : preds) users[p].push_back(i);
-    }
-    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
-    for (size_t i = 0; i < n; ++i)
-      if (waiting[i] == 0) ready.push(i);
-    while (!ready.empty()) {
-      size_t i = ready.top();
-      ready.pop();
-      order_.push_back(i);
-      for (size_t u : users[i])
-        if (--waiting[u] == 0) ready.push(u);
-    }
-    if (order_.size() == n) return;
-    // A node left waits on a cycle (or on a node that does): walk producers among the
-    // waiting nodes until one repeats, and name that cycle.
-    size_t start = 0;
-    while (waiting[start] == 0) ++start;
-    std::vector<size_t> path;
-    std::map<size_t, size_t> seen;
-    size_t cur = start;
-    while (!seen.count(cur)) {
-      seen[cur] = path.size();
-      path.push_back(cur);
-      for (const std::string& in : m_.nodes[cur].inputs)
-        if (auto it = producer_.find(in); it != producer_.end() && waiting[it->second] > 0) {
-          cur = it->second;
-          break;
-        }
-    }
-    std::string cycle;
-    for (size_t k = seen[cur]; k < path.size(); ++k) cycle += label(m_.nodes[path[k]]) + " → ";
-    cycle += label(m_.nodes[cur]);
-    node_error(m_.nodes[cur], ErrorCode::InvalidGraph, "is on a cycle: ", cycle);
-  }
-
-  // ---- 3. liveness -------------------------------------------------------------------
-
-  void mark_live() {
-    live_.assign(m_.nodes.size(), false);
-    std::vector<std::string> stack;
-    for (const OnnxValueInfo& out : m_.outputs) {
-      stack.push_back(out.name);
-      ++uses_[out.name];
-    }
-    std::set<std::string> visited;
-    while (!stack.empty()) {
-      std::string v = stack.back();
-      stack.pop_back();
-      if (!visited.insert(v).second) continue;
-      auto it = producer_.find(v);
-      if (it == producer_.end() || live_[it->second]) continue;
-      live_[it->second] = true;
-      for (const std::string& in : m_.nodes[it->second].inputs)
-        if (!in.empty()) stack.push_back(in);
-    }
-    for (size_t i = 0; i < m_.nodes.size(); ++i)
-      if (live_[i])
-        for (const std::string& in : m_.nodes[i].inputs)
-          if (!in.empty()) ++uses_[in];
-  }
-
-  // ---- 4. operators ------------------------------------------------------------------
-
-  static bool resolved_by_loader(const std::string& op) { return op == "Constant" || op == "Identity" || op == "Dropout"; }
-
-  void check_operators() {
-    struct Offender {
-      std::string what, first;
-      int count = 0;
-    };
-    std::vector<std::string> order;
-    std::map<std::string, Offender> offenders;
-    auto add = [&](const std::string& key, const std::string& what, const OnnxNode& n) {
-      auto [it, inserted] = offenders.emplace(key, Offender{what, n.name.empty() ? "(unnamed)" : n.name, 0});
-      if (inserted) order.push_back(key);
-      ++it->second.count;
-    };
-    for (size_t i : order_) {
-      if (!live_[i]) continue;
-      const OnnxNode& n = m_.nodes[i];
-      const bool local_function =
-          std::find(m_.functions.begin(), m_.functions.end(), std::make_pair(n.domain, n.op_type)) != m_.functions.end();
-      if (local_function) {
-        add(n.domain + "." + n.op_type,
-            n.op_type + " (a function the model defines in domain " + (n.domain.empty() ? "ai.onnx" : n.domain) +
-                ": fusor does not expand model-local functions; inline them first, e.g. with "
-                "onnx.inliner.inline_local_functions)",
-            n);
-        continue;
-      }
-      if (!n.domain.empty()) {
-        auto it = m_.opsets.find(n.domain);
-        add(n.domain + "." + n.op_type,
-            n.op_type + " (domain " + n.domain + " " +
-                (it == m_.opsets.end() ? std::string("(not imported)") : "version " + std::to_string(it->second)) +
-                ": fusor reads only the default domain)",
-            n);
-        continue;
-      }
-      if (opset_ < 0)
-        model_error(ErrorCode::ParseError, "the model imports no default-domain opset, yet ", label(n), " uses it");
-      OpKind kind;
-      const bool known = resolved_by_loader(n.op_type) || parse_op_kind(n.op_type, &kind);
-      if (!known) {
-        add(n.op_type, n.op_type + " (opset " + std::to_string(opset_) + ": not a fusor operator)", n);
-        continue;
-      }
-      const int64_t since = op_since_opset(n.op_type);
-      if (opset_ < since)
-        add(n.op_type,
-            n.op_type + " (opset " + std::to_string(opset_) + ": fusor implements it as defined from opset " +
-                std::to_string(since) + ")",
-            n);
-    }
-    if (offenders.empty()) return;
-    std::vector<std::string> parts;
-    for (const std::string& key : order) {
-      const Offender& o = offenders[key];
-      parts.push_back(o.what + " at " + (o.count == 1 ? "node '" + o.first + "'"
-                                                      : std::to_string(o.count) + " nodes, first '" + o.first + "'"));
-    }
-    model_error(ErrorCode::Unsupported, parts.size(), parts.size() == 1 ? " operator is" : " operators are",
-                " not supported: ", quoted_list(parts));
-  }
-
   // ---- 6 (planned before the conversion). output names -------------------------------
 
   // The value an ONNX name stands for once Identity and Dropout are removed.
   std::string root(std::string name) const {
     for (;;) {
-      auto it = producer_.find(name);
-      if (it == producer_.end()) return name;
+      auto it = ix_.producer.find(name);
+      if (it == ix_.producer.end()) return name;
       const OnnxNode& n = m_.nodes[it->second];
       bool passes = n.domain.empty() && (n.op_type == "Identity" || n.op_type == "Dropout") && !n.inputs.empty() &&
                     !n.inputs[0].empty() && !n.outputs.empty() && n.outputs[0] == name;
@@ -346,11 +131,11 @@ class Builder {
     for (const OnnxValueInfo& out : m_.outputs) output_names.insert(out.name);
     for (const OnnxValueInfo& out : m_.outputs) reserved_.insert(sanitize_name(out.name));
     for (const OnnxValueInfo& in : m_.inputs)
-      if (is_graph_input(in.name)) reserved_.insert(sanitize_name(in.name));
+      if (ix_.is_graph_input(in.name)) reserved_.insert(sanitize_name(in.name));
     for (const OnnxValueInfo& out : m_.outputs) {
       std::string r = root(out.name);
       if (r == out.name) continue;
-      const bool renamable = producer_.count(r) && !output_names.count(r) && !preferred_name_.count(r);
+      const bool renamable = ix_.producer.count(r) && !output_names.count(r) && !preferred_name_.count(r);
       if (renamable) preferred_name_[r] = out.name;
       else copies_.insert(out.name);
     }
@@ -363,7 +148,7 @@ class Builder {
     std::string want = onnx_name;
     if (auto it = preferred_name_.find(onnx_name); it != preferred_name_.end()) want = it->second;
     const std::string s = sanitize_name(want);
-    const bool owner = is_graph_input(want) || (output_names_.count(want) && (is_copy || !copies_.count(want)));
+    const bool owner = ix_.is_graph_input(want) || (output_names_.count(want) && (is_copy || !copies_.count(want)));
     if (g_.find_value(s) == kNoValue && (owner || !reserved_.count(s))) return s;
     return fresh_name(s);
   }
@@ -395,10 +180,10 @@ class Builder {
         if (!d.has_value && !d.param.empty()) params.insert(sanitize_symbol(d.param));
     if (o_.constant_inputs)
       for (const auto& [name, t] : *o_.constant_inputs)
-        if (!is_graph_input(name))
+        if (!ix_.is_graph_input(name))
           model_error(ErrorCode::InvalidArgument, "no graph input is named '", name, "' (constant_inputs)");
     for (const OnnxValueInfo& in : m_.inputs) {
-      if (!is_graph_input(in.name)) continue;  // an initializer listed as an input: a constant
+      if (!ix_.is_graph_input(in.name)) continue;  // an initializer listed as an input: a constant
       const std::string what = "graph input '" + in.name + "'";
       if (!in.has_type) model_error(ErrorCode::InvalidGraph, what, " has no type");
       if (!in.is_tensor) model_error(ErrorCode::Unsupported, what, " is not a tensor (sequences, maps and optionals are not supported)");
@@ -473,8 +258,8 @@ class Builder {
   // The fusor value of ONNX name `name` (an initializer becomes a constant when first used).
   ValueId value_of(const std::string& name) {
     if (auto it = values_.find(name); it != values_.end()) return it->second;
-    auto init = initializer_.find(name);
-    FUSOR_ASSERT(init != initializer_.end(), "ONNX value '", name, "' used before its definition");
+    auto init = ix_.initializer.find(name);
+    FUSOR_ASSERT(init != ix_.initializer.end(), "ONNX value '", name, "' used before its definition");
     Tensor t = tensors_.decode(m_.initializers[init->second], "initializer '" + name + "'");
     std::string fname = new_value_name(name);
     ValueId v = guard([&] { return g_.add_constant(fname, std::move(t)); });
@@ -490,7 +275,7 @@ class Builder {
       *out = it->second;
       return true;
     }
-    if (auto it = initializer_.find(name); it != initializer_.end())
+    if (auto it = ix_.initializer.find(name); it != ix_.initializer.end())
       return fusor_dtype_of(m_.initializers[it->second].data_type, out);
     if (auto it = values_.find(name); it != values_.end() && g_.value(it->second).kind != ValueKind::NodeOutput) {
       *out = g_.value(it->second).dtype;
@@ -523,7 +308,7 @@ class Builder {
 
   const Tensor* constant_of(const std::string& name) {
     if (name.empty()) return nullptr;
-    if (!values_.count(name) && !initializer_.count(name)) return nullptr;
+    if (!values_.count(name) && !ix_.initializer.count(name)) return nullptr;
     return g_.constant_data(value_of(name));
   }
 
@@ -612,7 +397,7 @@ class Builder {
       const std::string& out = n.outputs[k];
       if (int(k) < most_outputs) {
         out_names.push_back(out.empty() ? fresh_name(new_node_name_base(n) + "_unused") : new_value_name(out));
-      } else if (!out.empty() && uses_.count(out) && !(kind == OpKind::LayerNormalization && k <= 2)) {
+      } else if (!out.empty() && ix_.used(out) && !(kind == OpKind::LayerNormalization && k <= 2)) {
         node_error(n, ErrorCode::Unsupported, "output ", k, " '", out, "' is used, but fusor's ", n.op_type,
                    " produces only ", most_outputs, " output", most_outputs == 1 ? "" : "s");
       }
@@ -675,8 +460,8 @@ class Builder {
   // in f32 (stash_type 1). The axes need X's rank, known here for a graph input or a
   // constant; otherwise the outputs stay unsupported.
   void layernorm_statistics(const OnnxNode& n, ValueId x, const Attributes& attrs) {
-    const bool mean_used = n.outputs.size() > 1 && !n.outputs[1].empty() && uses_.count(n.outputs[1]);
-    const bool inv_used = n.outputs.size() > 2 && !n.outputs[2].empty() && uses_.count(n.outputs[2]);
+    const bool mean_used = n.outputs.size() > 1 && !n.outputs[1].empty() && ix_.used(n.outputs[1]);
+    const bool inv_used = n.outputs.size() > 2 && !n.outputs[2].empty() && ix_.used(n.outputs[2]);
     if (!mean_used && !inv_used) return;
     const Value& xv = g_.value(x);
     if (xv.kind == ValueKind::NodeOutput || !is_floating(xv.dtype))
@@ -720,78 +505,15 @@ class Builder {
     return nullptr;
   }
 
-  Attribute convert_attribute(const OnnxNode& n, const OnnxAttribute& a, const AttrSpec& spec) {
-    if (a.type == OnnxAttrType::Undefined) node_error(n, ErrorCode::ParseError, "attribute '", a.name, "' has no type");
-    switch (spec.type) {
-      case AttrType::Int:
-        if (a.type == OnnxAttrType::Int) return a.i;
-        if (a.type == OnnxAttrType::Tensor) return attribute_from_tensor(n, decode_attr_tensor(n, a), spec, a.name);
-        break;
-      case AttrType::Float:
-        if (a.type == OnnxAttrType::Float) return a.f;
-        if (a.type == OnnxAttrType::Int) return double(a.i);
-        if (a.type == OnnxAttrType::Tensor) return attribute_from_tensor(n, decode_attr_tensor(n, a), spec, a.name);
-        break;
-      case AttrType::Ints:
-        if (a.type == OnnxAttrType::Ints) return a.ints;
-        break;
-      case AttrType::Floats:
-        if (a.type == OnnxAttrType::Floats) return a.floats;
-        if (a.type == OnnxAttrType::Ints) return std::vector<double>(a.ints.begin(), a.ints.end());
-        break;
-      case AttrType::String:
-        if (a.type == OnnxAttrType::String) return a.s;
-        if (a.type == OnnxAttrType::Int && is_dtype_attribute(n.op_type, a.name)) {
-          DType t;
-          if (a.i > INT32_MAX || a.i < INT32_MIN || !fusor_dtype_of(int32_t(a.i), &t))
-            node_error(n, ErrorCode::Unsupported, "attribute '", a.name, "' = ",
-                       onnx_dtype_name(a.i > INT32_MAX || a.i < INT32_MIN ? -1 : int32_t(a.i)),
-                       ": fusor does not support that dtype (it takes ", supported_onnx_dtypes(), ")");
-          return std::string(dtype_name(t));
-        }
-        break;
-    }
-    node_error(n, ErrorCode::InvalidGraph, "attribute '", a.name, "' is ", onnx_attr_type_name(a.type), " but ",
-               n.op_type, " takes ", attr_type_name(spec.type));
-  }
-
   Tensor decode_attr_tensor(const OnnxNode& n, const OnnxAttribute& a) {
     return tensors_.decode(a.tensor, label(n) + ": attribute '" + a.name + "'");
   }
-
+  Attribute convert_attribute(const OnnxNode& n, const OnnxAttribute& a, const AttrSpec& spec) {
+    return onnx_import::convert_attribute(n, a, spec, o_.source + ": " + label(n),
+                                          [&] { return decode_attr_tensor(n, a); });
+  }
   Attribute attribute_from_tensor(const OnnxNode& n, const Tensor& t, const AttrSpec& spec, std::string_view what) {
-    const bool integral = is_integer(t.dtype());
-    auto integer_at = [&](int64_t i) { return t.dtype() == DType::I64 ? t.data<int64_t>()[i] : int64_t(t.data<int32_t>()[i]); };
-    const char* want = "a string";
-    switch (spec.type) {
-      case AttrType::Int:
-        if (integral && t.numel() == 1) return integer_at(0);
-        want = "one integer";
-        break;
-      case AttrType::Float:
-        if (t.numel() == 1 && t.dtype() != DType::Bool) return t.at(0);
-        want = "one number";
-        break;
-      case AttrType::Ints:
-        if (integral && t.rank() <= 1) {
-          std::vector<int64_t> v(size_t(t.numel()));
-          for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = integer_at(i);
-          return v;
-        }
-        want = "a 1-D integer tensor";
-        break;
-      case AttrType::Floats:
-        if (t.rank() <= 1 && t.dtype() != DType::Bool) {
-          std::vector<double> v(size_t(t.numel()));
-          for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = t.at(i);
-          return v;
-        }
-        want = "a 1-D tensor of numbers";
-        break;
-      case AttrType::String: break;
-    }
-    node_error(n, ErrorCode::InvalidGraph, std::string(what), " is ", t.type_str(), "; fusor's ", n.op_type, " wants ",
-               want);
+    return onnx_import::attribute_from_tensor(n, t, spec, what, o_.source + ": " + label(n));
   }
 
   // An ONNX attribute fusor takes as an input: a constant of ONNX's type for it (i64 for
@@ -880,7 +602,7 @@ class Builder {
                      "' must be a constant bool (fusor runs inference)");
         if (mode->at(0) != 0) node_error(n, ErrorCode::Unsupported, "training_mode is true; fusor runs inference");
       }
-      if (n.outputs.size() == 2 && !n.outputs[1].empty() && uses_.count(n.outputs[1]))
+      if (n.outputs.size() == 2 && !n.outputs[1].empty() && ix_.used(n.outputs[1]))
         node_error(n, ErrorCode::Unsupported, "its mask output '", n.outputs[1], "' is used (fusor runs inference)");
     }
     values_[n.outputs[0]] = value_of(n.inputs[0]);
@@ -921,14 +643,7 @@ class Builder {
   const TensorSource& tensors_;
   const BuildOptions& o_;
   Graph g_;
-  int64_t opset_ = -1;
-
-  std::map<std::string, size_t> initializer_;   // name -> index in m_.initializers
-  std::set<std::string> declared_inputs_;       // graph.input names (initializers included)
-  std::map<std::string, size_t> producer_;      // value name -> node index
-  std::vector<size_t> order_;                   // node indices in topological order
-  std::vector<bool> live_;                      // by node index
-  std::map<std::string, int> uses_;             // live uses of each value (graph outputs count)
+  ModelIndex ix_;
   std::map<std::string, ValueId> values_;       // ONNX name -> fusor value
   std::map<std::string, DType> dtypes_;         // node outputs whose dtype the loader knows
   std::map<std::string, std::string> preferred_name_;  // root value -> graph output name it takes
