@@ -16,7 +16,7 @@ namespace fusor::onnx_import {
 
 // Note [ONNX import]
 // The model is converted in steps, each on the whole graph before the next, so that a
-// broken model is refused before any weight is read:
+// broken model is refused before any weight is read (steps 1-4 are index_model.cpp's):
 // 1. opsets: the default domain's must be at most kOnnxMaxOpset; below kOnnxMinOpset each
 //    operator must mean there what fusor implements (op_forms.h, op_since_opset);
 // 2. names: every value is defined once (a graph input, an initializer or one node's
@@ -35,7 +35,9 @@ namespace fusor::onnx_import {
 //    Cast's dtype enum → fusor's dtype name) and whose input-or-attribute operands take the
 //    form that schema has (input_attribute_forms: an input fusor takes as an attribute must
 //    be a constant; an attribute fusor takes as an input becomes a constant). Outputs fusor
-//    does not produce (LayerNormalization's Mean, MaxPool's Indices, ...) must be unused;
+//    does not produce (MaxPool's Indices, BatchNormalization's running statistics) must be
+//    unused; LayerNormalization's Mean and InvStdDev are computed beside it when used, and
+//    Pow's exponent takes the base's dtype when the loader knows both (track_dtype);
 // 6. graph outputs keep their ONNX names: when an output is an Identity of another value,
 //    that value takes the output's name, or, where it cannot (a graph input, or a value two
 //    outputs share), a same-dtype Cast copies it under that name;
