@@ -89,7 +89,7 @@ std::vector<OnnxOperator> onnx_operators() {
   std::vector<OnnxOperator> ops;
   for (int k = 0; k < kNumOpKinds; ++k) {
     std::string name(op_name(OpKind(k)));
-    ops.push_back({name, onnx_import::op_since_opset(name), ""});
+    ops.push_back({name, onnx_import::op_since_opset(name), onnx_import::op_note(name)});
   }
   ops.push_back({"Constant", onnx_import::op_since_opset("Constant"), "a constant"});
   ops.push_back({"Identity", onnx_import::op_since_opset("Identity"), "removed"});

@@ -84,12 +84,12 @@ std::vector<OnnxOperatorUse> onnx_operators_used(const std::string& path);
 
 /// One operator the loader takes: its ONNX op_type and the lowest default-domain opset at
 /// which fusor implements its semantics (the model's opset may be anything from there to
-/// 18). `fused_as` is empty for an operator of ir/ops.def, else what the loader makes of
-/// it ("constant", "removed").
+/// 18). `note`: what the loader makes of an operator it resolves itself ("removed"), or
+/// what sets the operator apart; empty for most.
 struct OnnxOperator {
   std::string op_type;
   int64_t since_opset = 13;
-  std::string fused_as;
+  std::string note;
 };
 
 /// Every operator the loader takes, sorted by op_type: those of ir/ops.def (the one list of

@@ -22,13 +22,14 @@ struct Since {
 // - BatchNormalization before 9: the `spatial` attribute; Dropout before 7: `is_test`;
 // - Reshape before 5: the shape is an attribute; Softmax before 13: it flattens the input
 //   to 2-D at `axis` (default 1), a different operator;
-// - Clip before 11, Pad before 11: min/max and pads as attributes of float type.
+// - Clip before 6 and Pad before 2: `consumed_inputs`, `paddings` (Clip-6's min/max and
+//   Pad-2's pads/value attributes are forms fusor's schemas take).
 // Operators of other files (LayerNormalization 17, Range 11, ...) first exist at that opset.
 constexpr Since kSince[] = {
     {"Abs", 6},           {"Add", 7},
     {"And", 7},           {"ArgMax", 1},
     {"AveragePool", 7},   {"BatchNormalization", 9},
-    {"Cast", 6},          {"Clip", 11},
+    {"Cast", 6},          {"Clip", 6},
     {"Concat", 4},        {"Constant", 1},
     {"ConstantOfShape", 9}, {"Conv", 1},
     {"CumSum", 11},       {"Div", 7},
@@ -47,7 +48,7 @@ constexpr Since kSince[] = {
     {"Max", 8},           {"MaxPool", 8},
     {"Min", 8},           {"Mul", 7},
     {"Neg", 6},           {"Not", 1},
-    {"Or", 7},            {"Pad", 11},
+    {"Or", 7},            {"Pad", 2},
     {"Pow", 7},           {"Range", 11},
     {"Reciprocal", 6},    {"ReduceMax", 1},
     {"ReduceMean", 1},    {"ReduceMin", 1},
@@ -159,6 +160,13 @@ OutputDType output_dtype_rule(std::string_view op_type) {
 int64_t op_since_opset(std::string_view op_type) {
   auto it = std::find_if(std::begin(kSince), std::end(kSince), [&](const Since& s) { return s.op_type == op_type; });
   return it != std::end(kSince) && it->op_type == op_type ? it->opset : 13;
+}
+
+const char* op_note(std::string_view op_type) {
+  // ONNX defines Gelu from opset 20; a default-domain Gelu in an older model (tools write
+  // it so) means the same, and is read.
+  if (op_type == "Gelu") return "ONNX defines it from opset 20";
+  return "";
 }
 
 std::span<const InputAttributeForm> input_attribute_forms(std::string_view op_type) {

@@ -16,6 +16,9 @@ namespace fusor::onnx_import {
 /// (13 for an operator the table does not list: the oldest opset fusor supports as a whole).
 int64_t op_since_opset(std::string_view op_type);
 
+/// What sets `op_type` apart in the loader's operator list (empty for most).
+const char* op_note(std::string_view op_type);
+
 /// An operand that is input `input` of the operator in some opsets and attribute `attr` in
 /// others (Squeeze's axes: attribute before 13, input from 13; Split's split; Clip's min
 /// and max; Pad's pads; Slice's starts/ends/axes before 10; ...).

@@ -460,7 +460,7 @@ output y
     for (const char* own : {"Constant", "Identity", "Dropout"}) {
       auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOperator& o) { return o.op_type == own; });
       REQUIRE(it != ops.end());
-      CHECK(!it->fused_as.empty());
+      CHECK(!it->note.empty());
     }
     CHECK(std::is_sorted(ops.begin(), ops.end(),
                          [](const OnnxOperator& a, const OnnxOperator& b) { return a.op_type < b.op_type; }));

@@ -33,10 +33,10 @@ int cmd_ops(int argc, char** argv) {
     for (const OnnxOperator& op : ops) {
       if (md)
         std::printf("| %s | %lld-%lld | %s |\n", op.op_type.c_str(), static_cast<long long>(op.since_opset),
-                    static_cast<long long>(kOnnxMaxOpset), op.fused_as.c_str());
+                    static_cast<long long>(kOnnxMaxOpset), op.note.c_str());
       else
         std::printf("%-20s opsets %lld-%lld%s%s\n", op.op_type.c_str(), static_cast<long long>(op.since_opset),
-                    static_cast<long long>(kOnnxMaxOpset), op.fused_as.empty() ? "" : "  ", op.fused_as.c_str());
+                    static_cast<long long>(kOnnxMaxOpset), op.note.empty() ? "" : "  ", op.note.c_str());
     }
     return kOk;
   }
