@@ -188,7 +188,8 @@ class Builder {
       if (!ix_.is_graph_input(in.name)) continue;  // an initializer listed as an input: a constant
       const std::string what = "graph input '" + in.name + "'";
       if (!in.has_type) model_error(ErrorCode::InvalidGraph, what, " has no type");
-      if (!in.is_tensor) model_error(ErrorCode::Unsupported, what, " is not a tensor (sequences, maps and optionals are not supported)");
+      if (!in.is_tensor)
+        model_error(ErrorCode::Unsupported, what, " is not a tensor (sequences, maps and optionals are not supported)");
       DType dtype;
       if (!fusor_dtype_of(in.elem_type, &dtype))
         model_error(ErrorCode::Unsupported, what, " has dtype ", onnx_dtype_name(in.elem_type),
@@ -235,14 +236,16 @@ class Builder {
 
   void check_constant_input(const std::string& what, const Tensor& t, DType dtype, const std::vector<Dim>& dims) {
     if (t.dtype() != dtype)
-      model_error(ErrorCode::DTypeMismatch, what, " is ", dtype_name(dtype), " but its constant value is ", t.type_str());
+      model_error(ErrorCode::DTypeMismatch, what, " is ", dtype_name(dtype), " but its constant value is ",
+                  t.type_str());
     bool fits = t.rank() == int(dims.size());
     for (size_t i = 0; fits && i < dims.size(); ++i)
       fits = dims[i].is_symbolic() || dims[i].size == t.shape()[int(i)];
     if (!fits) {
       std::string declared;
       for (const Dim& d : dims) declared += (declared.empty() ? "" : ", ") + d.str();
-      model_error(ErrorCode::ShapeMismatch, what, " is declared [", declared, "] but its constant value is ", t.type_str());
+      model_error(ErrorCode::ShapeMismatch, what, " is declared [", declared, "] but its constant value is ",
+                  t.type_str());
     }
   }
 
@@ -349,7 +352,9 @@ class Builder {
         if (!schema_takes_input)
           node_error(n, ErrorCode::Unsupported, "attribute '", form.attr, "': fusor's ", n.op_type,
                      " takes neither that attribute nor an input for it");
-        if (has_input) node_error(n, ErrorCode::InvalidGraph, "'", form.attr, "' is given both as input ", idx, " and as an attribute");
+        if (has_input)
+          node_error(n, ErrorCode::InvalidGraph, "'", form.attr, "' is given both as input ", idx,
+                     " and as an attribute");
         if (inputs.size() <= idx) {
           inputs.resize(idx + 1, kNoValue);
           drop.resize(idx + 1, false);
@@ -387,8 +392,8 @@ class Builder {
       if (dtype_attr && find_spec(schema, dtype_attr) && !find_attr(n, dtype_attr)) {
         DType t;
         if (!fusor_dtype_of(a.tensor.data_type, &t))
-          node_error(n, ErrorCode::Unsupported, "attribute '", a.name, "' has dtype ", onnx_dtype_name(a.tensor.data_type),
-                     " (fusor takes ", supported_onnx_dtypes(), ")");
+          node_error(n, ErrorCode::Unsupported, "attribute '", a.name, "' has dtype ",
+                     onnx_dtype_name(a.tensor.data_type), " (fusor takes ", supported_onnx_dtypes(), ")");
         attrs[dtype_attr] = std::string(dtype_name(t));
       }
     }
@@ -405,7 +410,8 @@ class Builder {
       }
     }
     if (kind == OpKind::LayerNormalization) layernorm_statistics(n, inputs[0], attrs);
-    while (int(out_names.size()) < schema.num_outputs) out_names.push_back(fresh_name(new_node_name_base(n) + "_unused"));
+    while (int(out_names.size()) < schema.num_outputs)
+      out_names.push_back(fresh_name(new_node_name_base(n) + "_unused"));
     std::string node_name = new_node_name(n);
     NodeId id = guard([&] { return g_.add_node(kind, inputs, out_names, attrs, node_name); });
     const Node& made = g_.node(id);
@@ -476,7 +482,8 @@ class Builder {
     };
     const int64_t axis_attr = attr_or("axis", int64_t(-1)).i();
     const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
-    if (axis < 0 || axis >= rank) node_error(n, ErrorCode::InvalidGraph, "axis ", axis_attr, " is out of range for rank ", rank);
+    if (axis < 0 || axis >= rank)
+      node_error(n, ErrorCode::InvalidGraph, "axis ", axis_attr, " is out of range for rank ", rank);
     if (attr_or("stash_type", int64_t(1)).i() != 1)
       node_error(n, ErrorCode::Unsupported, "stash_type other than 1 (f32) for the Mean and InvStdDev outputs");
     std::vector<int64_t> axes;
@@ -633,7 +640,8 @@ class Builder {
         v = g_.node(id).outputs[0];
       }
       const std::string& fname = g_.value(v).name;
-      if (fname != out.name) warn("graph output '" + out.name + "' is named '" + fname + "' (fusor names use A-Z a-z 0-9 _ . / : -)");
+      if (fname != out.name)
+        warn("graph output '" + out.name + "' is named '" + fname + "' (fusor names use A-Z a-z 0-9 _ . / : -)");
       guard([&] {
         g_.add_output(v);
         return 0;

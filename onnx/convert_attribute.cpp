@@ -10,16 +10,17 @@ namespace fusor::onnx_import {
 
 Attribute convert_attribute(const OnnxNode& n, const OnnxAttribute& a, const AttrSpec& spec, const std::string& at,
                             const std::function<Tensor()>& decode) {
+  const std::string what = "attribute '" + a.name + "'";
   if (a.type == OnnxAttrType::Undefined) fail(ErrorCode::ParseError, at, ": attribute '", a.name, "' has no type");
   switch (spec.type) {
     case AttrType::Int:
       if (a.type == OnnxAttrType::Int) return a.i;
-      if (a.type == OnnxAttrType::Tensor) return attribute_from_tensor(n, decode(), spec, "attribute '" + a.name + "'", at);
+      if (a.type == OnnxAttrType::Tensor) return attribute_from_tensor(n, decode(), spec, what, at);
       break;
     case AttrType::Float:
       if (a.type == OnnxAttrType::Float) return a.f;
       if (a.type == OnnxAttrType::Int) return double(a.i);
-      if (a.type == OnnxAttrType::Tensor) return attribute_from_tensor(n, decode(), spec, "attribute '" + a.name + "'", at);
+      if (a.type == OnnxAttrType::Tensor) return attribute_from_tensor(n, decode(), spec, what, at);
       break;
     case AttrType::Ints:
       if (a.type == OnnxAttrType::Ints) return a.ints;

@@ -85,11 +85,12 @@ class Indexer {
         if (!own.insert(out).second) node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is listed twice");
         if (ix_.declared_inputs.count(out) && !ix_.initializer.count(out))
           node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also a graph input");
-        if (ix_.initializer.count(out)) node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also an initializer");
+        if (ix_.initializer.count(out))
+          node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also an initializer");
         auto [it, inserted] = ix_.producer.emplace(out, i);
         if (!inserted)
-          node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also produced by ", onnx_node_label(m_.nodes[it->second]),
-                     " (every value must be defined once)");
+          node_error(n, ErrorCode::InvalidGraph, "output '", out, "' is also produced by ",
+                     onnx_node_label(m_.nodes[it->second]), " (every value must be defined once)");
       }
     }
     for (const OnnxNode& n : m_.nodes)
@@ -188,7 +189,9 @@ class Indexer {
 
   // ---- 4. operators ------------------------------------------------------------------
 
-  static bool resolved_by_loader(const std::string& op) { return op == "Constant" || op == "Identity" || op == "Dropout"; }
+  static bool resolved_by_loader(const std::string& op) {
+    return op == "Constant" || op == "Identity" || op == "Dropout";
+  }
 
   void check_operators() {
     struct Offender {
@@ -225,7 +228,8 @@ class Indexer {
         continue;
       }
       if (ix_.opset < 0)
-        model_error(ErrorCode::ParseError, "the model imports no default-domain opset, yet ", onnx_node_label(n), " uses it");
+        model_error(ErrorCode::ParseError, "the model imports no default-domain opset, yet ", onnx_node_label(n),
+                    " uses it");
       OpKind kind;
       const bool known = resolved_by_loader(n.op_type) || parse_op_kind(n.op_type, &kind);
       if (!known) {

@@ -131,7 +131,8 @@ const ExternalFiles::File& ExternalFiles::open_file(const std::string& location,
   auto refuse = [&](int dirfd, const std::string& part, int err, const char* what) {
     struct stat ls;
     if (::fstatat(dirfd, part.c_str(), &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode))
-      fail(ErrorCode::Io, at, ": '", part, "' is a symbolic link; links are not followed (copy the file into the folder)");
+      fail(ErrorCode::Io, at, ": '", part,
+           "' is a symbolic link; links are not followed (copy the file into the folder)");
     fail(ErrorCode::Io, at, ": cannot open ", what, " '", part, "' in '", base_dir_, "': ", std::strerror(err));
   };
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
