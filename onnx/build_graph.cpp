@@ -409,7 +409,7 @@ class Builder {
                    " produces only ", most_outputs, " output", most_outputs == 1 ? "" : "s");
       }
     }
-    if (kind == OpKind::LayerNormalization) layernorm_statistics(n, inputs[0], attrs);
+    if (kind == OpKind::LayerNormalization) layernorm_statistics(n, inputs, attrs);
     while (int(out_names.size()) < schema.num_outputs)
       out_names.push_back(fresh_name(new_node_name_base(n) + "_unused"));
     std::string node_name = new_node_name(n);
@@ -467,10 +467,12 @@ class Builder {
   // ReduceMean(X) and 1 / Sqrt(ReduceMean((X - Mean)^2) + epsilon) over axes [axis, rank),
   // in f32 (stash_type 1). The axes need X's rank, known here for a graph input or a
   // constant; otherwise the outputs stay unsupported.
-  void layernorm_statistics(const OnnxNode& n, ValueId x, const Attributes& attrs) {
-    const bool mean_used = n.outputs.size() > 1 && !n.outputs[1].empty() && ix_.used(n.outputs[1]);
-    const bool inv_used = n.outputs.size() > 2 && !n.outputs[2].empty() && ix_.used(n.outputs[2]);
+  void layernorm_statistics(const OnnxNode& n, const std::vector<ValueId>& inputs, const Attributes& attrs) {
+    const bool mean_used = n.outputs.size() > 1 && ix_.used(n.outputs[1]);
+    const bool inv_used = n.outputs.size() > 2 && ix_.used(n.outputs[2]);
     if (!mean_used && !inv_used) return;
+    if (inputs.empty() || inputs[0] == kNoValue) node_error(n, ErrorCode::InvalidGraph, "required input 0 (X) is missing");
+    const ValueId x = inputs[0];
     const Value& xv = g_.value(x);
     if (xv.kind == ValueKind::NodeOutput || !is_floating(xv.dtype))
       node_error(n, ErrorCode::Unsupported, "its Mean or InvStdDev output is used; fusor computes them only for an X ",

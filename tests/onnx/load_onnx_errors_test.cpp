@@ -269,6 +269,25 @@ TEST_SUITE("onnx/load_onnx errors") {
     check_error(pool, ErrorCode::Unsupported, {"node 'mp'", "output 1 'indices' is used"});
   }
 
+  TEST_CASE("a node without its required inputs") {
+    // (The fuzzer's first finding: LayerNormalization without inputs was read past its end.)
+    for (const char* op : {"LayerNormalization", "Pow", "Relu", "Dropout", "Identity"}) {
+      INFO(op);
+      OnnxBuilder b(17);
+      b.input("x", kFloat, {2});
+      const bool ln = std::string(op) == "LayerNormalization";
+      b.node(op, {}, ln ? std::vector<std::string>{"y", "mean"} : std::vector<std::string>{"y"}, "empty");
+      b.output("y");
+      if (ln) b.output("mean");
+      check_error(b, ErrorCode::InvalidGraph, {"'empty'"});
+      OnnxBuilder omitted(17);
+      omitted.input("x", kFloat, {2});
+      omitted.node(op, {"", "x"}, {"y"}, "omitted");
+      omitted.output("y");
+      check_error(omitted, ErrorCode::InvalidGraph, {"'omitted'"});
+    }
+  }
+
   TEST_CASE("graph inputs fusor cannot take") {
     OnnxBuilder b(17);
     b.graph().add_input()->set_name("untyped");
