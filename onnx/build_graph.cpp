@@ -517,6 +517,7 @@ class Builder {
   }
 
   Tensor decode_attr_tensor(const OnnxNode& n, const OnnxAttribute& a) {
+    if (a.tensor.index < 0) node_error(n, ErrorCode::ParseError, "attribute '", a.name, "' is a TENSOR without a tensor");
     return tensors_.decode(a.tensor, label(n) + ": attribute '" + a.name + "'");
   }
   Attribute convert_attribute(const OnnxNode& n, const OnnxAttribute& a, const AttrSpec& spec) {

@@ -312,6 +312,15 @@ TEST_SUITE("onnx/load_onnx errors") {
     check_error(s, ErrorCode::Unsupported, {"graph input 'items' is not a tensor"});
   }
 
+  TEST_CASE("a TENSOR attribute without its tensor") {
+    OnnxBuilder b(17);
+    b.input("x", kFloat, {2});
+    add_attr(b.node("Constant", {}, {"c"}, "const"), "value", onnx::AttributeProto::TENSOR);
+    b.node("Add", {"x", "c"}, {"y"});
+    b.output("y");
+    check_error(b, ErrorCode::ParseError, {"node 'const'", "attribute 'value' is a TENSOR without a tensor"});
+  }
+
   TEST_CASE("a Cast to a dtype fusor lacks") {
     OnnxBuilder b(17);
     b.input("x", kFloat, {2});
