@@ -170,6 +170,42 @@ int main(int argc, char** argv) {
     b.output("s", kInt64);
     save("names", b);
   }
+  {
+    // The operand forms of operators with inputs-or-attributes (Split, Clip, Pad, CumSum,
+    // Trilu, ConstantOfShape) at opsets 11 and 18.
+    for (int64_t opset : {11, 18}) {
+      OnnxBuilder b(opset);
+      b.input("x", kFloat, {2, 6});
+      b.initializer("lo", {}, {0.f});
+      b.initializer("hi", {}, {6.f});
+      b.initializer_i64("pads", {4}, {0, 1, 1, 0});
+      b.initializer_i64("split", {2}, {2, 4});
+      b.initializer_i64("axis", {}, {1});
+      if (opset == 11) {
+        auto& c = b.node("Clip", {"x"}, {"c"});
+        attr(c, "min", 0.f);
+        attr(c, "max", 6.f);
+        auto& s = b.node("Split", {"c"}, {"p", "q"});
+        attr(s, "split", std::vector<int64_t>{2, 4});
+        attr(s, "axis", int64_t(1));
+      } else {
+        b.node("Clip", {"x", "lo", "hi"}, {"c"});
+        auto& s = b.node("Split", {"c"}, {"p", "q", "r"});
+        attr(s, "num_outputs", int64_t(3));
+        attr(s, "axis", int64_t(1));
+      }
+      b.node("Pad", {"p", "pads"}, {"padded"});
+      b.node("CumSum", {"q", "axis"}, {"cs"});
+      if (opset >= 14) b.node("Trilu", {"cs", "axis"}, {"tri"});
+      else b.node("Relu", {"cs"}, {"tri"});
+      b.node("Shape", {"tri"}, {"shape"});
+      attr(b.node("ConstantOfShape", {"shape"}, {"ones"}), "value", float_tensor("", {1}, {1.f}));
+      b.node("Add", {"tri", "ones"}, {"y"});
+      b.output("padded");
+      b.output("y");
+      save("forms_opset" + std::to_string(opset), b);
+    }
+  }
   std::printf("wrote %d seeds to %s\n", written, dir.c_str());
   return 0;
 }
