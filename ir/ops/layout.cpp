@@ -25,10 +25,12 @@ void infer_reshape(InferContext& ctx) {
 
 void infer_flatten(InferContext& ctx) {
   const Shape& x = ctx.input(0).shape;
-  int axis;
-  if (!normalize_axis(attr_int(ctx.node(), "axis"), x.rank() + 1, &axis))
-    ctx.fail(ErrorCode::InvalidGraph, "axis ", attr_int(ctx.node(), "axis"), " is out of range for ",
-             ctx.describe_input(0));
+  // ONNX: axis in [-r, r], a negative one counting from the back (r + axis); r itself is
+  // allowed, so the range is not normalize_axis's.
+  const int64_t a = attr_int(ctx.node(), "axis");
+  if (a < -int64_t(x.rank()) || a > x.rank())
+    ctx.fail(ErrorCode::InvalidGraph, "axis ", a, " is out of range for ", ctx.describe_input(0));
+  const int axis = int(a < 0 ? a + x.rank() : a);
   int64_t outer = checked_numel(std::vector<int64_t>(x.dims().begin(), x.dims().begin() + axis), "Flatten");
   int64_t inner = checked_numel(std::vector<int64_t>(x.dims().begin() + axis, x.dims().end()), "Flatten");
   ctx.set_output(0, ctx.input(0).dtype, Shape{outer, inner});

@@ -179,6 +179,10 @@ TEST_SUITE("ir/shape_inference") {
     CHECK(error_of([] { infer(OpKind::Reshape, {f32({2, 3}), of(DType::I64, {2})}); }) == ErrorCode::Unsupported);
     CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", 2}}) == f32({6, 20}));
     CHECK(infer(OpKind::Flatten, {f32({2, 3})}, {{"axis", 0}}) == f32({1, 6}));
+    CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", -1}}) == f32({24, 5}));  // r + axis
+    CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", -4}}) == f32({1, 120}));
+    CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", 4}}) == f32({120, 1}));
+    CHECK(error_of([] { infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", -5}}); }) == ErrorCode::InvalidGraph);
     CHECK(infer(OpKind::Squeeze, {f32({1, 3, 1, 2})}) == f32({3, 2}));
     CHECK(infer(OpKind::Squeeze, {f32({1, 3, 1, 2})}, {{"axes", std::vector<int64_t>{-2}}}) == f32({1, 3, 2}));
     CHECK(error_of([] { infer(OpKind::Squeeze, {f32({1, 3})}, {{"axes", std::vector<int64_t>{1}}}); }) ==
