@@ -275,4 +275,21 @@ TEST_SUITE("onnx/op forms") {
     CHECK(out.at("zeros").dtype() == DType::F32);
     check_values(out.at("zeros"), Shape{2, 3}, {0, 0, 0, 0, 0, 0});
   }
+
+  TEST_CASE("ConstantOfShape: a bool value (the TorchScript exporter's attention mask) gives bools") {
+    if (!have_op("ConstantOfShape")) return;
+    OnnxBuilder b(17);
+    b.input("x", kBool, {2, 2});
+    b.node("Shape", {"x"}, {"s"});
+    onnx::TensorProto yes;
+    yes.set_data_type(kBool);
+    yes.add_dims(1);
+    yes.add_int32_data(1);
+    attr(b.node("ConstantOfShape", {"s"}, {"ones"}), "value", yes);
+    b.node("And", {"x", "ones"}, {"y"});
+    b.output("y", kBool);
+    TensorMap out = run(b, {{"x", make(DType::Bool, {2, 2}, {1, 0, 0, 1})}});
+    CHECK(out.at("y").dtype() == DType::Bool);
+    check_values(out.at("y"), Shape{2, 2}, {1, 0, 0, 1});
+  }
 }
