@@ -18,6 +18,8 @@ void pair_attr(const Node& n, const char* name, int64_t* a, int64_t* b) {
   *a = v[0];
   *b = v[1];
   if (*a < 1 || *b < 1) node_fail(n, ErrorCode::InvalidGraph, name, " must be >= 1, got ", Attribute(v).str());
+  if (*a > kMaxElements || *b > kMaxElements)
+    node_fail(n, ErrorCode::InvalidGraph, name, " must be <= ", kMaxElements, ", got ", Attribute(v).str());
 }
 
 // Resolves pads (explicit or auto_pad) for one 2-D window op. Returns the output size.
@@ -26,7 +28,10 @@ void resolve_window(const Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw,
                     int64_t* pr, int64_t* oh, int64_t* ow) {
   const std::string& ap = attr_string(n, "auto_pad");
   const auto& pads = attr_ints(n, "pads");
-  int64_t ekh = (kh - 1) * dh + 1, ekw = (kw - 1) * dw + 1;
+  // Every size below is at most a few times kMaxElements once these are checked (dims, pads,
+  // strides and dilations are each at most kMaxElements): no signed overflow.
+  const int64_t ekh = checked_size_add(n, checked_size_mul(n, kh - 1, dh, "dilations"), 1, "dilations");
+  const int64_t ekw = checked_size_add(n, checked_size_mul(n, kw - 1, dw, "dilations"), 1, "dilations");
   if (ap == "NOTSET") {
     if (!pads.empty() && pads.size() != 4)
       node_fail(n, ErrorCode::InvalidGraph, "pads has ", pads.size(), " values; a 2-D op needs 4");
@@ -36,6 +41,9 @@ void resolve_window(const Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw,
     *pr = pads.empty() ? 0 : pads[3];
     if (*pt < 0 || *pl < 0 || *pb < 0 || *pr < 0)
       node_fail(n, ErrorCode::InvalidGraph, "pads must be >= 0, got ", Attribute(pads).str());
+    for (int64_t v : {*pt, *pl, *pb, *pr})
+      if (v > kMaxElements)
+        node_fail(n, ErrorCode::InvalidGraph, "pads must be <= ", kMaxElements, ", got ", Attribute(pads).str());
   } else if (ap == "VALID") {
     *pt = *pl = *pb = *pr = 0;
   } else {  // SAME_UPPER / SAME_LOWER: output = ceil(in / stride)
@@ -48,10 +56,12 @@ void resolve_window(const Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw,
     *pl = upper ? tw / 2 : tw - tw / 2;
     *pr = tw - *pl;
   }
-  int64_t span_h = h + *pt + *pb - ekh, span_w = w + *pl + *pr - ekw;
+  const int64_t padded_h = checked_size_add(n, checked_size_add(n, h, *pt, "pads"), *pb, "pads");
+  const int64_t padded_w = checked_size_add(n, checked_size_add(n, w, *pl, "pads"), *pr, "pads");
+  int64_t span_h = padded_h - ekh, span_w = padded_w - ekw;
   if (span_h < 0 || span_w < 0)
     node_fail(n, ErrorCode::ShapeMismatch, "window ", kh, "x", kw, " (dilated ", ekh, "x", ekw,
-              ") is larger than the padded input ", h + *pt + *pb, "x", w + *pl + *pr);
+              ") is larger than the padded input ", padded_h, "x", padded_w);
   if (ceil_mode) {
     *oh = (span_h + sh - 1) / sh + 1;
     *ow = (span_w + sw - 1) / sw + 1;
@@ -142,7 +152,8 @@ Pool2dParams pool2d_params(const Node& n, const Shape& x) {
   p.count_include_pad = n.op == OpKind::AveragePool && attr_int(n, "count_include_pad") != 0;
   resolve_window(n, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, attr_int(n, "ceil_mode") != 0,
                  &p.pad_t, &p.pad_l, &p.pad_b, &p.pad_r, &p.oh, &p.ow);
-  if (p.pad_t >= p.kh * p.dil_h || p.pad_b >= p.kh * p.dil_h || p.pad_l >= p.kw * p.dil_w || p.pad_r >= p.kw * p.dil_w)
+  const int64_t wh = checked_size_mul(n, p.kh, p.dil_h, "dilations"), ww = checked_size_mul(n, p.kw, p.dil_w, "dilations");
+  if (p.pad_t >= wh || p.pad_b >= wh || p.pad_l >= ww || p.pad_r >= ww)
     node_fail(n, ErrorCode::InvalidGraph, "pads must be smaller than the window; some window would see only padding");
   return p;
 }
@@ -222,11 +233,13 @@ SliceParams slice_params(const Node& n, const Shape& x, const Tensor& starts_t, 
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      p.count[size_t(ax)] = e > s ? (e - s + step - 1) / step : 0;
+      p.count[size_t(ax)] = e > s ? 1 + (e - s - 1) / step : 0;  // (e - s + step - 1 overflows)
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      p.count[size_t(ax)] = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      // |step| in unsigned: -INT64_MIN is not an int64_t.
+      const uint64_t mag = uint64_t(0) - uint64_t(step);
+      p.count[size_t(ax)] = s > e ? int64_t(1 + uint64_t(s - e - 1) / mag) : 0;
     }
     p.start[size_t(ax)] = s;
     p.step[size_t(ax)] = step;

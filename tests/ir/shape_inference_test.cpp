@@ -307,3 +307,60 @@ TEST_SUITE("ir/shape_inference") {
     CHECK(msg.find("'T'") != std::string::npos);
   }
 }
+
+// Issue 20: sizes computed from user attributes are overflow-checked. Every window attribute
+// of Conv, MaxPool and AveragePool and every Slice bound at the int64 limits gives either a
+// clean fusor::Error or a result within [0, kMaxElements] (the UBSan build of this suite
+// reports any signed overflow on the way).
+TEST_SUITE("ir/shape_inference") {
+  TEST_CASE("window and slice attributes at the int64 limits are refused cleanly or computed exactly") {
+    const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+    const std::vector<int64_t> extremes = {hi, hi - 1, lo, lo + 1, int64_t(1) << 62, kMaxElements + 1, kMaxElements, -1, 0};
+    int refused = 0, computed = 0;
+    auto probe = [&](OpKind op, std::vector<In> ins, Attributes attrs) {
+      try {
+        const TensorType t = infer(op, std::move(ins), std::move(attrs));
+        for (int64_t d : t.shape.dims()) {
+          CHECK(d >= 0);
+          CHECK(d <= kMaxElements);
+        }
+        ++computed;
+      } catch (const Error&) {
+        ++refused;
+      }
+    };
+    for (int64_t v : extremes) {
+      CAPTURE(v);
+      for (OpKind op : {OpKind::Conv, OpKind::MaxPool, OpKind::AveragePool}) {
+        std::vector<In> ins = {f32({1, 2, 9, 9})};
+        Attributes base;
+        if (op == OpKind::Conv) ins.push_back(f32({2, 2, 3, 3}));
+        else base["kernel_shape"] = std::vector<int64_t>{3, 3};
+        for (const char* name : {"pads", "strides", "dilations", "kernel_shape"}) {
+          Attributes a = base;
+          a[name] = std::string(name) == "pads" ? std::vector<int64_t>{v, 0, v, 1} : std::vector<int64_t>{v, 1};
+          probe(op, ins, a);
+          a["auto_pad"] = std::string("SAME_UPPER");
+          if (std::string(name) != "pads") probe(op, ins, a);
+        }
+      }
+      for (int64_t w : extremes) {  // Slice: every start/end pair and a step of each extreme
+        probe(OpKind::Slice, {f32({10}), test::ints({v}), test::ints({w}), test::ints({0}), test::ints({1})}, {});
+        probe(OpKind::Slice, {f32({10}), test::ints({v}), test::ints({w}), test::ints({0}), test::ints({-1})}, {});
+        probe(OpKind::Slice, {f32({10}), test::ints({3}), test::ints({9}), test::ints({0}), test::ints({w})}, {});
+        probe(OpKind::Slice, {f32({10}), test::ints({9}), test::ints({-11}), test::ints({0}), test::ints({w})}, {});
+      }
+    }
+    CHECK(refused > 0);
+    CHECK(computed > 0);
+    // The reported cases: a dilation of 2^62 (was (kh - 1) * dh + 1) and pads of INT64_MAX
+    // (was h + pt + pb) name the attribute; a step of INT64_MIN takes exactly one element.
+    std::string msg;
+    CHECK(error_of([&] { infer(OpKind::Conv, {f32({1, 2, 9, 9}), f32({2, 2, 3, 3})}, {{"dilations", std::vector<int64_t>{int64_t(1) << 62, 1}}}); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("dilations") != std::string::npos);
+    CHECK(error_of([&] { infer(OpKind::MaxPool, {f32({1, 2, 9, 9})}, {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{hi, 0, hi, 0}}}); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("pads") != std::string::npos);
+    CHECK(infer(OpKind::Slice, {f32({10}), test::ints({9}), test::ints({lo}), test::ints({0}), test::ints({lo})}) == f32({1}));
+    CHECK(infer(OpKind::Slice, {f32({10}), test::ints({0}), test::ints({hi}), test::ints({0}), test::ints({hi})}) == f32({1}));
+  }
+}
