@@ -2,7 +2,7 @@
 // is turned into host C++ against host_emulation.h (the preamble's two cvt instructions and
 // mma.sync rewritten to its stand-ins, dynamic shared memory mapped to a host buffer),
 // compiled by the build's C++ compiler into a shared object and called through
-// fusor_emulate(buffers). Used by emulation_test.cpp (one kernel per case) and the CUDA
+// fusor_emulate(buffers, hooks). Used by emulation_test.cpp (one kernel per case) and the CUDA
 // plan tests (every launch of a plan).
 #pragma once
 
@@ -19,6 +19,8 @@
 #include "codegen/cuda/render_cuda.h"
 #include "codegen/cuda/render_expr.h"
 #include "codegen/kernel_spec.h"
+#include "ir/dtype.h"
+#include "tests/codegen/cuda/emulation_hooks.h"
 
 namespace fusor::test {
 
@@ -47,7 +49,8 @@ inline void replace_all(std::string& s, const std::string& from, const std::stri
   for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
 }
 
-/// The rendered kernel as host C++ with an entry point fusor_emulate(void** buffers).
+/// The rendered kernel as host C++ with an entry point
+/// fusor_emulate(void** buffers, const fusor_emu::Hooks* hooks).
 inline std::string host_source(const KernelSpec& spec, const CudaSource& src) {
   std::string s = src.code;
   replace_all(s, "asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));", "f = fusor_emu::f16_to_f32(h);");
@@ -66,7 +69,8 @@ inline std::string host_source(const KernelSpec& spec, const CudaSource& src) {
             cuda_src::storage_type(spec.buffers[i].dtype) + "*)buffers[" + std::to_string(i) + "]";
   const CudaLaunchConfig& l = src.launch;
   return "#include \"tests/codegen/cuda/host_emulation.h\"\n" + s +
-         "extern \"C\" void fusor_emulate(void** buffers) {\n  fusor_emu::launch(" + std::to_string(l.grid[0]) + ", " +
+         "extern \"C\" void fusor_emulate(void** buffers, const fusor_emu::Hooks* hooks) {\n"
+         "  fusor_emu::hooks = hooks;\n  fusor_emu::launch(" + std::to_string(l.grid[0]) + ", " +
          std::to_string(l.grid[1]) + ", " + std::to_string(l.grid[2]) + ", " + std::to_string(l.block[0]) + ", " +
          std::to_string(l.shared_bytes) + ", [&] { " + call + "); });\n}\n";
 }
@@ -88,15 +92,20 @@ class EmulatedKernel {
     }
     lib_.reset(dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL));
     REQUIRE_MESSAGE(lib_ != nullptr, std::string(dlerror()));
-    run_ = reinterpret_cast<void (*)(void**)>(dlsym(lib_.get(), "fusor_emulate"));
+    run_ = reinterpret_cast<void (*)(void**, const fusor_emu::Hooks*)>(dlsym(lib_.get(), "fusor_emulate"));
     REQUIRE_MESSAGE(bool(run_), "no fusor_emulate in ", so);
   }
   /// Runs the whole grid on `buffers` (one pointer per spec buffer).
-  void run(void** buffers) const { run_(buffers); }
+  void run(void** buffers) const {
+    static const fusor_emu::Hooks hooks{[](unsigned short h) { return f16_to_f32(h); },
+                                        [](float f) { return (unsigned short)f32_to_f16(f); },
+                                        [](unsigned short h) { return bf16_to_f32(h); }};
+    run_(buffers, &hooks);
+  }
 
  private:
   std::unique_ptr<void, int (*)(void*)> lib_;
-  void (*run_)(void**) = nullptr;
+  void (*run_)(void**, const fusor_emu::Hooks*) = nullptr;
 };
 
 }  // namespace fusor::test
