@@ -7,11 +7,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string_view>
 #include <system_error>
 #include <vector>
+
+#include "ir/input_file.h"
 
 namespace fusor {
 
@@ -162,11 +163,8 @@ uint32_t read_le(const unsigned char* p, int bytes) {
 Tensor read_npy(const std::string& path) {
   if constexpr (std::endian::native != std::endian::little)
     fail(ErrorCode::Unsupported, "npy files are read only on little-endian hosts");
-  File f(std::fopen(path.c_str(), "rb"));
-  if (!f) fail(ErrorCode::Io, "cannot open npy file '", path, "': ", std::strerror(errno));
-  std::error_code ec;
-  uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) fail(ErrorCode::Io, "cannot read npy file '", path, "': ", ec.message());
+  uint64_t size = 0;
+  InputFile f = open_input_file(path, "npy file", &size);
   auto read = [&](void* dst, size_t n) {
     if (n && std::fread(dst, 1, n, f.get()) != n) {
       if (std::ferror(f.get())) fail(ErrorCode::Io, "cannot read npy file '", path, "': ", std::strerror(errno));

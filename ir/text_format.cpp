@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/input_file.h"
 #include "ir/npy.h"
 #include "ir/op_schema.h"
 #include "ir/random.h"
@@ -769,15 +770,12 @@ Graph parse_graph(std::string_view text, const std::string& base_dir, const std:
 }
 
 Graph load_graph(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(ErrorCode::Io, "cannot open graph file '", path, "': ", std::strerror(errno));
+  InputFile f = open_input_file(path, "graph file");
   std::string text;
   char buf[1 << 16];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-  int err = std::ferror(f) ? errno : 0;  // e.g. EISDIR: a folder opens but does not read
-  std::fclose(f);
-  if (err) fail(ErrorCode::Io, "cannot read graph file '", path, "': ", std::strerror(err));
+  while ((n = std::fread(buf, 1, sizeof(buf), f.get())) > 0) text.append(buf, n);
+  if (std::ferror(f.get())) fail(ErrorCode::Io, "cannot read graph file '", path, "': ", std::strerror(errno));
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   return parse_graph(text, dir.empty() ? "." : dir.string(), path);
 }

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -134,6 +136,29 @@ TEST_SUITE("tools/fusor") {
     CHECK(has(r.out, "\"N\": 6"));
     r = run_fusor("run " + g + " --input nope=" + (dir / "y.npy").string());
     CHECK(r.code == 3);
+  }
+
+  TEST_CASE("--save into a folder that cannot be made and --input from a FIFO are Io errors (exit 3)") {
+    // (issue 20: the first was an internal error, exit 1; the second blocked forever)
+    std::string g = temp_file("neg_graph2", "graph neg\ninput x: f32[N]\ny = Neg(x)\noutput y\n");
+    const std::string file = temp_file("a_regular_file", "not a folder");
+    Result r = run_fusor("run " + g + " --dim N=3 --save " + file + "/out");
+    INFO(r.out);
+    CHECK(r.code == 3);
+    CHECK(has(r.out, "Io"));
+    CHECK(has(r.out, "--save"));
+    const auto fifo = std::filesystem::temp_directory_path() / "fusor_cli_test" / "x.fifo";
+    std::filesystem::remove(fifo);
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    r = run_fusor("run " + g + " --input x=" + fifo.string());
+    INFO(r.out);
+    CHECK(r.code == 3);
+    CHECK(has(r.out, "not a regular file"));
+    r = run_fusor("run " + fifo.string() + " --dim N=3");  // a graph file too
+    INFO(r.out);
+    CHECK(r.code == 3);
+    CHECK(has(r.out, "not a regular file"));
+    std::filesystem::remove(fifo);
   }
 }
 

@@ -155,7 +155,9 @@ int cmd_run(int argc, char** argv) {
   double med = median(times), best = *std::min_element(times.begin(), times.end());
 
   if (auto dir = args.get("--save")) {
-    std::filesystem::create_directories(*dir);
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    if (ec) fail(ErrorCode::Io, "--save ", *dir, ": cannot create the folder: ", ec.message());
     for (const auto& [name, t] : outputs) {
       std::string safe = name;
       std::replace(safe.begin(), safe.end(), '/', '_');
