@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -186,6 +187,40 @@ std::string unsafe_dir_reason(const std::string& dir, const struct stat& st) {
   return "";
 }
 
+// True when dir is empty or already holds a store (its manifest, entries/ or lock): a folder
+// with other files in it (`--cache-dir /`, a home folder) is not made into one.
+bool empty_or_store(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return false;
+  bool ok = true;
+  while (const struct dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (name == "manifest" || name == "entries" || name == "lock") {
+      ok = true;
+      break;
+    }
+    ok = false;
+  }
+  ::closedir(d);
+  return ok;
+}
+
+// The store's size bound when Options::max_bytes is 0: $FUSOR_CACHE_MAX_BYTES, else 2 GiB.
+uint64_t default_max_bytes(std::string* bad_env) {
+  constexpr uint64_t kDefault = uint64_t(2) << 30;
+  const char* v = std::getenv("FUSOR_CACHE_MAX_BYTES");
+  if (!v || !*v) return kDefault;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (errno || *end || n == 0 || v[0] == '-') {
+    *bad_env = std::string("FUSOR_CACHE_MAX_BYTES=") + v + " is not a positive number of bytes; using 2 GiB";
+    return kDefault;
+  }
+  return uint64_t(n);
+}
+
 // A replayed manifest: the live entries (the last record of a key counts).
 struct Manifest {
   std::map<uint64_t, uint64_t> bytes;  // key hash → entry bytes
@@ -242,6 +277,8 @@ struct DiskStore::State {
   bool sync = true;
   bool enabled = false;
   std::string reason;
+  uint64_t max_bytes = 0;                 // trim to 90% of this when the listed entries pass it
+  std::atomic<uint64_t> listed_bytes{0};  // what the manifest lists (this process's view)
 
   std::mutex warned_mu;
   std::set<std::string> warned;
@@ -333,12 +370,22 @@ struct DiskStore::State {
     return m;
   }
 
+  // Removes what sits at an entry's name: a file, or a folder (inside entries/, which only
+  // this user can write, so it is ours), which unlink would leave there for ever.
+  static bool remove_entry_file(const std::string& path, const struct stat& st) {
+    if (!S_ISDIR(st.st_mode)) return ::unlink(path.c_str()) == 0;
+    if (st.st_uid != ::geteuid()) return false;
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    return !ec;
+  }
+
   // Removes an entry that failed validation, unless another writer has replaced it since
   // it was opened (then the new file is left alone).
   void remove_bad(const std::string& path, const struct stat& opened, uint64_t h) {
     struct stat now;
     if (::lstat(path.c_str(), &now) != 0 || now.st_ino != opened.st_ino || now.st_dev != opened.st_dev) return;
-    if (::unlink(path.c_str()) != 0) return;
+    if (!remove_entry_file(path, now)) return;
     FileLock lock(lock_path, true);
     if (lock.locked()) append_record("del " + hex16(h) + "\n");
   }
@@ -375,6 +422,9 @@ DiskStore DiskStore::open(Options options) {
   s->engine_version = options.engine_version.empty() ? std::string(kFusorVersion) : options.engine_version;
   s->warn = std::move(options.warn);
   s->sync = options.sync;
+  std::string bad_env;
+  s->max_bytes = options.max_bytes ? options.max_bytes : default_max_bytes(&bad_env);
+  if (!bad_env.empty()) s->warn_once("max-bytes", bad_env);
 
   auto disable = [&](std::string reason) {
     s->reason = std::move(reason);
@@ -384,6 +434,9 @@ DiskStore DiskStore::open(Options options) {
   if (s->dir.empty())
     return disable("no cache directory: FUSOR_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; set "
                    "FUSOR_CACHE_DIR to a folder of your own");
+  if (struct stat st; ::stat(s->dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && !empty_or_store(s->dir))
+    return disable(s->dir + " already holds other files and no fusor store; give the store a folder of its own (" +
+                   (s->dir == "/" ? std::string("/tmp/fusor-cache") : s->dir + "/fusor") + ", say)");
   for (const std::string& d : {s->dir, s->entries_dir}) {
     if (int err = make_dirs(d))
       return disable("cannot create " + d + ": " + errno_text(err) +
@@ -406,10 +459,15 @@ DiskStore DiskStore::open(Options options) {
     FileLock lock(s->lock_path, true);
     if (lock.locked()) {
       std::optional<Manifest> m = read_manifest(s->manifest_path);
-      if (!m)
-        s->write_manifest(s->scan());
-      else if (m->records > 2 * m->bytes.size() + 64)
+      if (!m) {
+        m = s->scan();
         s->write_manifest(*m);
+      } else if (m->records > 2 * m->bytes.size() + 64) {
+        s->write_manifest(*m);
+      }
+      uint64_t total = 0;
+      for (const auto& [h, b] : m->bytes) total += b;
+      s->listed_bytes = total;
     }
   }
   return DiskStore(std::move(s));
@@ -516,7 +574,11 @@ bool DiskStore::save(std::string_view key_bytes, std::span<const uint8_t> payloa
     ok = fd.ok() && write_all(fd.get(), header.data(), header.size()) &&
          write_all(fd.get(), payload.data(), payload.size()) && (!s.sync || ::fsync(fd.get()) == 0);
   }
-  ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    struct stat st;  // a folder at the entry's name (EISDIR, ENOTEMPTY): removed, then once more
+    ok = (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) && ::lstat(path.c_str(), &st) == 0 &&
+         State::remove_entry_file(path, st) && ::rename(tmp.c_str(), path.c_str()) == 0;
+  }
   if (!ok) {
     int err = errno;
     ::unlink(tmp.c_str());
@@ -535,6 +597,9 @@ bool DiskStore::save(std::string_view key_bytes, std::span<const uint8_t> payloa
   }
   s.writes.fetch_add(1, std::memory_order_relaxed);
   s.bytes_written.fetch_add(payload.size(), std::memory_order_relaxed);
+  // (A replaced entry is counted twice until the next trim recounts: trims come early, never late.)
+  if (s.listed_bytes.fetch_add(header.size() + payload.size()) + header.size() + payload.size() > s.max_bytes)
+    trim(s.max_bytes / 10 * 9);
   return true;
 }
 
@@ -584,6 +649,7 @@ uint64_t DiskStore::trim(uint64_t max_bytes) {
     }
   }
   s.write_manifest(m);
+  s.listed_bytes = total;
   return removed;
 }
 

@@ -5,7 +5,8 @@
 // Note [Disk store]
 // ~~~~~~~~~~~~~~~~~
 // Directory: Options::dir, else $FUSOR_CACHE_DIR, else $XDG_CACHE_HOME/fusor, else
-// ~/.cache/fusor. A missing directory is created with mode 0700. The store is disabled
+// ~/.cache/fusor. A missing directory is created with mode 0700; an existing one must be
+// empty or a store already (`--cache-dir /` does not spread files over /). The store is disabled
 // (every load misses, every save is a no-op, nothing throws) with a warning and a
 // reason_disabled() when the directory cannot be created, is not writable, is not owned by
 // this user, or is writable by group or others (someone else could plant code that this
@@ -23,7 +24,9 @@
 // immutable once renamed: a second writer of the same key replaces the file whole.
 // Loading validates everything (Note [Disk store entry]); an entry that fails is a miss,
 // warned about once, and removed, so the next save rebuilds it. A load that hits touches the
-// file's mtime, which trim() uses as its LRU order.
+// file's mtime, which trim() uses as its LRU order; a save that takes the listed entries
+// past Options::max_bytes trims them to 90% of it. Whatever sits at an entry's name and is
+// not a valid entry, a folder included, is removed.
 //
 // Note [Disk store entry]
 // ~~~~~~~~~~~~~~~~~~~~~~~
@@ -80,6 +83,9 @@ class DiskStore {
     /// fsync each entry and its folder before save() returns (off: faster, but a power cut
     /// may lose recent entries; never corrupts one, since loads validate).
     bool sync = true;
+    /// The most bytes the entries may take: a save that passes it trims the least recently
+    /// used entries down to 90% of it. 0: $FUSOR_CACHE_MAX_BYTES, else 2 GiB.
+    uint64_t max_bytes = 0;
   };
 
   /// Counters of this process's use of the store.

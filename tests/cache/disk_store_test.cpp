@@ -387,6 +387,60 @@ TEST_SUITE("cache/disk_store") {
     CHECK(s.entries().empty());
   }
 
+  TEST_CASE("a folder at an entry's name is removed and the entry saved over it") {
+    // (issue 20: it was warned about in every process and never healed)
+    test::TempDir tmp("disk-store");
+    auto w = std::make_shared<Warnings>();
+    DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
+    const std::string at = s.entry_path("k");
+    fs::create_directories(at + "/inside");
+    std::ofstream(at + "/inside/file") << "x";
+    CHECK_FALSE(s.load("k"));  // not an entry: warned, removed
+    CHECK(w->count("not a regular file") == 1);
+    CHECK_FALSE(fs::exists(at));
+    fs::create_directories(at + "/again");  // and a save over a folder replaces it
+    CHECK(s.save("k", bytes("payload")));
+    CHECK(fs::is_regular_file(at));
+    CHECK(s.load("k") == bytes("payload"));
+  }
+
+  TEST_CASE("saves past max_bytes trim the least recently used entries to 90% of it") {
+    test::TempDir tmp("disk-store");
+    auto w = std::make_shared<Warnings>();
+    DiskStore::Options o = store_options(tmp.file("store"), w);
+    o.max_bytes = 20000;
+    DiskStore s = DiskStore::open(o);
+    for (int i = 0; i < 60; ++i) CHECK(s.save(named("k", i), std::vector<uint8_t>(1000, uint8_t(i))));
+    uint64_t total = 0;
+    for (const DiskStore::Entry& e : s.entries()) total += e.bytes;
+    CHECK(total <= 20000);
+    CHECK(total > 0);
+    CHECK(s.load(named("k", 59)));  // the newest stay
+    CHECK_FALSE(s.load(named("k", 0)));
+    // Reopened, the bound still holds: it counts what the manifest lists.
+    DiskStore again = DiskStore::open(o);
+    for (int i = 60; i < 80; ++i) CHECK(again.save(named("k", i), std::vector<uint8_t>(1000, uint8_t(i))));
+    total = 0;
+    for (const DiskStore::Entry& e : again.entries()) total += e.bytes;
+    CHECK(total <= 20000);
+  }
+
+  TEST_CASE("a folder with other files in it is not made into a store") {
+    // (issue 20: `--cache-dir /` created entries/, manifest and lock in /)
+    test::TempDir tmp("disk-store");
+    auto w = std::make_shared<Warnings>();
+    fs::create_directories(tmp.file("home"));
+    std::ofstream(tmp.file("home") + "/notes.txt") << "mine";
+    DiskStore s = DiskStore::open(store_options(tmp.file("home"), w));
+    CHECK_FALSE(s.enabled());
+    CHECK(s.reason_disabled().find("already holds other files") != std::string::npos);
+    CHECK_FALSE(fs::exists(tmp.file("home") + "/entries"));
+    CHECK_FALSE(fs::exists(tmp.file("home") + "/manifest"));
+    fs::create_directories(tmp.file("empty"));  // an empty folder, or a store, is fine
+    CHECK(DiskStore::open(store_options(tmp.file("empty"), w)).enabled());
+    CHECK(DiskStore::open(store_options(tmp.file("empty"), w)).enabled());
+  }
+
   TEST_CASE("a missing or unknown manifest is rebuilt from the entries") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
