@@ -132,6 +132,13 @@ bool asmjit_supports(const KernelSpec& spec, std::string* why) {
     if (why) *why = "symbolic kernels (a run-time outer extent) are the llvm backend's";
     return false;
   }
+  // Its addressing takes 32-bit displacements from a buffer's base: a buffer past 2 GiB is
+  // left to the other backends (the static one reports what it cannot allocate).
+  for (const BufferSpec& b : spec.buffers)
+    if (b.elements > 0 && b.elements > (int64_t(1) << 31) / int64_t(dtype_size(b.dtype))) {
+      if (why) *why = "a buffer of " + std::to_string(b.elements) + " elements: past the 2 GiB a 32-bit displacement reaches";
+      return false;
+    }
   switch (spec.kind) {
     case KernelKind::Pointwise: return asmjit_emit::pointwise_supports(spec, why);
     case KernelKind::RowReduction: return asmjit_emit::reduction_supports(spec, why);

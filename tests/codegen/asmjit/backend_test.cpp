@@ -64,4 +64,27 @@ TEST_SUITE("asmjit/backend") {
     CHECK_FALSE(asmjit_supports(attention, &why));
     CHECK(why.find("attention") != std::string::npos);
   }
+
+  TEST_CASE("a buffer past 2 GiB is declined with the reason (32-bit displacements)") {
+    // (issue 20: a huge Conv ended in CompileFailed: InvalidImmediate; declined, it runs on
+    // the static kernels, which report what they cannot allocate)
+    FusedGraph f = test::fuse_text(R"(graph g
+input x: f32[1, 3, 20000, 20000]
+const w: f32[8, 3, 3, 3] = randn(seed=1, std=0.1)
+y = Conv(x, w) {pads=[1, 1, 1, 1]}
+r = Relu(y)
+output r
+)",
+                                   {});
+    int declined = 0;
+    for (const FusionGroup& g : f.groups) {
+      std::string why;
+      std::optional<KernelSpec> spec = lower_group(f, g, &why);
+      if (!spec || spec->kind != KernelKind::Contraction) continue;
+      CHECK_FALSE(asmjit_supports(*spec, &why));
+      CHECK(why.find("2 GiB") != std::string::npos);
+      ++declined;
+    }
+    CHECK(declined == 1);
+  }
 }
