@@ -99,6 +99,10 @@ bool check_expr(const KernelSpec& spec, const ExprGraph& g, size_t rank, const E
 }
 
 bool check_buffer_use(const std::vector<int>& reads, const std::vector<int>& writes, std::string* why) {
+  if (reads.size() > size_t(kMaxKernelBuffers)) {
+    if (why) *why = std::to_string(reads.size()) + " buffers, past the " + std::to_string(kMaxKernelBuffers) + " one kernel takes";
+    return false;
+  }
   for (size_t b = 0; b < reads.size(); ++b) {
     const char* wrong = writes[b] && reads[b] ? " is both read and written"
                         : writes[b] > 1       ? " is written through two accesses"

@@ -31,10 +31,16 @@ struct ExprRules {
 bool check_expr(const KernelSpec& spec, const ExprGraph& g, size_t rank, const ExprRules& rules, const std::string& what,
                 std::vector<int>& reads, std::vector<int>& writes, std::string* why);
 
+/// The most buffers a JIT kernel takes. A wider group (a Max of 20000 inputs) runs on the
+/// static kernels: the JIT compilers' time grows faster than linearly with a kernel's
+/// pointers (asmjit's register allocation), and CUDA bounds a launch's parameter bytes.
+inline constexpr int64_t kMaxKernelBuffers = 256;
+
 /// A kernel's outputs never alias its inputs (fusor's arena gives values live at once
 /// disjoint memory) and the emitters rely on it (noalias pointers; a vector step reads all
 /// its inputs before it stores): false, with *why naming the buffer, when a buffer is both
-/// read and written or written through two accesses (counts as check_expr gives them).
+/// read and written or written through two accesses (counts as check_expr gives them), or
+/// when there are more than kMaxKernelBuffers buffers.
 bool check_buffer_use(const std::vector<int>& reads, const std::vector<int>& writes, std::string* why);
 
 }  // namespace fusor

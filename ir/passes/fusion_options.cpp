@@ -6,13 +6,14 @@ namespace fusor {
 
 uint64_t FusionOptions::hash() const {
   Hasher h;
-  h.str("FusionOptions-v1")
+  h.str("FusionOptions-v2")
       .u64(fold_batchnorm)
       .f64(bn_variance_floor)
       .u64(recognize_patterns)
       .u64(merge_parallel_matmuls)
       .u64(normalize_exports)
-      .u64(group);
+      .u64(group)
+      .u64(uint64_t(max_group_ops));
   return h.digest();
 }
 

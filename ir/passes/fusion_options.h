@@ -28,6 +28,10 @@ struct FusionOptions {
   bool normalize_exports = true;
   /// Group ops into fused kernels; off gives one group per op (the unfused baseline).
   bool group = true;
+  /// The most ops one fused group takes; a longer chain is cut into groups of at most this
+  /// many (its kernel's code grows with its ops, and asmjit's register allocation and LLVM's
+  /// passes take time that grows faster: a 4000-op chain took 19 s and 75 s to compile).
+  int64_t max_group_ops = 256;
   /// Hash of every field, for cache keys.
   uint64_t hash() const;
 };

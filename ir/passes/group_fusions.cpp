@@ -97,7 +97,8 @@ bool is_pointwise(OpKind op) {
 
 class Grouper {
  public:
-  Grouper(const Graph& g, FusionLog* log) : g_(g), ctx_(g), log_(log), group_of_(g.nodes().size(), -1) {}
+  Grouper(const Graph& g, int64_t max_ops, FusionLog* log)
+      : g_(g), ctx_(g), log_(log), max_ops_(max_ops), group_of_(g.nodes().size(), -1) {}
 
   std::vector<FusionGroup> run(bool fuse);
 
@@ -139,9 +140,20 @@ class Grouper {
   bool take_attention(const Node& s);
   void take_epilogue(int grp, ValueId start);
 
+  // True (and the decline logged) when group grp cannot take `more` nodes: one kernel's
+  // code grows with its ops, and some compilers' time with its square.
+  bool full(int grp, size_t more, const std::string& producer, const std::string& consumer) {
+    if (int64_t(members_[size_t(grp)].size() + more) <= max_ops_) return false;
+    log_->decline(producer, consumer, "group size",
+                  "the group would have " + std::to_string(members_[size_t(grp)].size() + more) +
+                      " ops, past FusionOptions::max_group_ops = " + std::to_string(max_ops_));
+    return true;
+  }
+
   const Graph& g_;
   PatternContext ctx_;
   FusionLog* log_;
+  int64_t max_ops_;
   std::vector<int> group_of_;
   std::vector<GroupKind> kinds_;
   std::vector<NodeId> anchors_;
@@ -196,6 +208,7 @@ bool Grouper::can_join(const Node& u, ValueId via, int grp, const Shape& index_s
                   "output " + shape(u.outputs[0]).str() + " is not the group's index space " + index_space.str());
     return false;
   }
+  if (full(grp, 1, producer.name, u.name)) return false;
   for (ValueId in : u.inputs)
     if (in != kNoValue && in != via && reaches_via_outside(in, grp)) {
       log_->decline(producer.name, u.name, "cycle",
@@ -214,6 +227,7 @@ void Grouper::take_prologue(int grp, const Node& consumer, ValueId input) {
                       " consumers" + (ctx_.is_output(input) ? " and is a graph output" : "") + ": it is written once");
     return;
   }
+  if (full(grp, 1, p->name, consumer.name)) return;
   const Node& anchor = node(anchors_[size_t(grp)]);
   if (shape(p->outputs[0]) != shape(anchor.inputs[0])) {
     log_->decline(p->name, consumer.name, "shape mismatch",
@@ -410,6 +424,7 @@ std::vector<FusionGroup> Grouper::run(bool fuse) {
         } else {
           // u already joined grp; merge pg into it unless a path leaves one group and
           // comes back into the other through outside nodes.
+          if (full(grp, members_[size_t(pg)].size(), p->name, u.name)) continue;
           if (path_via_outside(pg, grp) || path_via_outside(grp, pg)) {
             log_->decline(p->name, u.name, "cycle", "merging the two pointwise groups would create a cycle");
             continue;
@@ -516,7 +531,7 @@ GroupKind op_group_kind(OpKind op) {
 }
 
 std::vector<FusionGroup> group_fusions(const Graph& g, const FusionOptions& options, FusionLog* log) {
-  return Grouper(g, log).run(options.group);
+  return Grouper(g, options.max_group_ops, log).run(options.group);
 }
 
 }  // namespace fusor

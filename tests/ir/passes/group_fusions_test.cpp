@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "ir/passes/explain.h"
 #include "ir/passes/group_fusions.h"
@@ -331,5 +332,38 @@ output z
 )",
                                    {});
     CHECK(test::group_summary(f).find("contraction matmul+isnan+where+relu") != std::string::npos);
+  }
+}
+
+// Issue 20: compile time grows faster than a kernel's ops (asmjit's register allocation,
+// LLVM's passes), so a group takes at most FusionOptions::max_group_ops.
+TEST_SUITE("ir/passes/group_fusions") {
+  TEST_CASE("a long pointwise chain and a long reduction prologue are cut at max_group_ops") {
+    auto chain = [](int n, const char* tail) {
+      std::ostringstream text;  // (not string +: GCC 12's -Wrestrict misfires on it)
+      text << "graph g\ninput x: f32[4, 16]\nv0 = Neg(x)\n";
+      for (int i = 1; i < n; ++i) text << "v" << i << " = " << (i % 2 ? "Relu" : "Abs") << "(v" << i - 1 << ")\n";
+      return text.str() + tail;
+    };
+    for (int64_t cap : {256, 7}) {
+      CAPTURE(cap);
+      FusionOptions o;
+      o.max_group_ops = cap;
+      FusedGraph f = test::fuse_text(chain(1000, "output v999\n"), {}, o);
+      size_t ops = 0;
+      for (const FusionGroup& g : f.groups) {
+        CHECK(int64_t(g.nodes.size()) <= cap);
+        ops += g.nodes.size();
+      }
+      CHECK(ops == 1000);
+      CHECK(int64_t(f.groups.size()) == (1000 + cap - 1) / cap);
+      CHECK(declined(f, "group size"));
+      // The same before a Softmax: its prologue stops at the cap too.
+      FusedGraph r = test::fuse_text(chain(1000, "s = Softmax(v999) {axis=-1}\noutput s\n"), {}, o);
+      for (const FusionGroup& g : r.groups) CHECK(int64_t(g.nodes.size()) <= cap);
+    }
+    FusionOptions a, b;
+    b.max_group_ops = 7;
+    CHECK(a.hash() != b.hash());  // a plan-cache key
   }
 }
