@@ -7,7 +7,8 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "cache/disk_store.h"
+#include "cache/constant_keys.h"
+#include "cache/kernel_store.h"
 #include "cache/keyed_cache.h"
 #include "cache/plan_key.h"
 #include "codegen/cuda/cuda_backend.h"
@@ -248,26 +249,6 @@ CudaPlan plan_cuda(FusedGraph fused) {
 
 namespace {
 
-// A constant uploaded to the device, shared by the plans of every shape: the user graph's
-// constants by their storage (which the key keeps alive, so the address is not reused),
-// those the passes make per plan (merged or folded weights) by their bytes.
-struct DeviceConstKey {
-  Tensor source;
-  bool by_content = false;
-  uint64_t content = 0;
-  bool operator==(const DeviceConstKey& o) const {
-    if (by_content != o.by_content) return false;
-    if (!by_content) return source.raw() == o.source.raw() && source.nbytes() == o.source.nbytes();
-    return content == o.content && source.dtype() == o.source.dtype() && source.shape() == o.source.shape() &&
-           std::memcmp(source.raw(), o.source.raw(), source.nbytes()) == 0;
-  }
-};
-struct DeviceConstKeyHash {
-  size_t operator()(const DeviceConstKey& k) const {
-    return k.by_content ? size_t(k.content) : size_t(Hasher().u64(uint64_t(reinterpret_cast<uintptr_t>(k.source.raw()))).digest());
-  }
-};
-
 // A plan with its kernels loaded, its constants on the device and its arena.
 struct CudaExecutable {
   CudaPlan plan;
@@ -307,13 +288,13 @@ struct CudaExecutor::Impl {
       std::string key_bytes;
       if (options.store) {
         key_bytes = key.serialize();
-        if (std::optional<std::vector<uint8_t>> cubin = options.store->load(key_bytes)) {
+        if (std::optional<std::vector<uint8_t>> cubin = options.store->get(key_bytes)) {
           try {
             k = backend->load(key.spec, std::string(cubin->begin(), cubin->end()));
             disk_hits.fetch_add(1, std::memory_order_relaxed);
             load_us.fetch_add(uint64_t(k->load_us), std::memory_order_relaxed);
           } catch (const Error& e) {
-            options.warn(std::string("a cubin from the persistent store in ") + options.store->dir() +
+            options.warn(std::string("a cubin from the persistent store in ") + options.store->stats().location +
                          " cannot be loaded; compiling it again (" + e.what() + ")");
           }
         }
@@ -325,7 +306,7 @@ struct CudaExecutor::Impl {
         load_us.fetch_add(uint64_t(k->load_us), std::memory_order_relaxed);
         const std::string& cubin = k->binary.cubin;
         if (options.store &&
-            options.store->save(key_bytes, std::span(reinterpret_cast<const uint8_t*>(cubin.data()), cubin.size())))
+            options.store->put(key_bytes, std::span(reinterpret_cast<const uint8_t*>(cubin.data()), cubin.size())))
           disk_writes.fetch_add(1, std::memory_order_relaxed);
       }
       return SizedValue<CudaKernel>{k, uint64_t(k->binary.cubin.size()) + sizeof(CudaKernel)};
@@ -333,7 +314,7 @@ struct CudaExecutor::Impl {
   }
 
   std::shared_ptr<const DeviceBuffer> constant(const Tensor& c, bool users) {
-    DeviceConstKey key{c, !users, users ? 0 : Hasher().bytes(c.raw(), c.nbytes()).digest()};
+    DeviceConstKey key{c, !users, users ? 0 : content_hash(c)};
     return constants.get_or_build(key, [&] {
       auto b = std::make_shared<DeviceBuffer>(backend->alloc(c.nbytes()));
       backend->copy_to_device(*b, c.raw(), c.nbytes());

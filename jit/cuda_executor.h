@@ -35,7 +35,7 @@
 
 namespace fusor {
 
-class DiskStore;
+class KernelStore;
 
 /// The key of `spec`'s cubin (Note [Kernel key]): backend "cuda", target the architecture
 /// ("sm_90"), compiler "nvrtc-<version>" ("nvrtc-13.0"), engine version kFusorVersion. The
@@ -96,7 +96,7 @@ class CudaExecutor {
   struct Options {
     int device = 0;               ///< CUDA device ordinal
     std::string dump_dir;         ///< CudaOptions::dump_dir
-    DiskStore* store = nullptr;   ///< the persistent kernel store (cubins), or null
+    KernelStore* store = nullptr;  ///< the persistent kernel store (cubins), or null
     uint64_t options_hash = 0;    ///< EngineOptions::hash(): part of plan keys
     uint64_t plan_cache_bytes = 0, kernel_cache_bytes = 0, constant_cache_bytes = 0;  ///< 0: unbounded
     Fuse fuse;

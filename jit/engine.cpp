@@ -7,10 +7,10 @@
 #include <deque>
 #include <thread>
 #include <mutex>
-#include <cstdio>
 #include <cstring>
 #include <unordered_set>
 
+#include "cache/constant_keys.h"
 #include "cache/disk_store.h"
 #include "cache/keyed_cache.h"
 #include "cache/plan_key.h"
@@ -58,24 +58,6 @@ uint64_t EngineOptions::hash() const {
 
 namespace {
 
-// A packed copy of a constant (codegen/packing.h), shared by the kernels of every plan
-// (every shape) that read that constant with the same layout. The key is the constant's
-// storage, which it keeps alive (so its address cannot be reused while the entry exists):
-// constants of the user's graph, and those the passes made that interning shared (Note
-// [Interned constants]), are the same storage in every plan.
-struct PackKey {
-  Tensor source;
-  std::string layout;  // packed_b_layout
-  bool operator==(const PackKey& o) const {
-    return source.raw() == o.source.raw() && source.nbytes() == o.source.nbytes() && layout == o.layout;
-  }
-};
-struct PackKeyHash {
-  size_t operator()(const PackKey& k) const {
-    return size_t(Hasher().u64(uint64_t(reinterpret_cast<uintptr_t>(k.source.raw()))).str(k.layout).digest());
-  }
-};
-
 // Note [Interned constants]
 // Tracing makes constants per plan (folded subgraphs of constants). Without care every
 // shape's plan would hold its own copy and pack it again. After fusion the engine interns
@@ -83,17 +65,6 @@ struct PackKeyHash {
 // constants]: merged and folded weights, shared already) holds is looked up by its bytes
 // (hash, then a full compare) and replaced by the first equal copy, so all plans share one
 // tensor and one packed copy.
-struct InternKey {
-  Tensor data;
-  uint64_t content = 0;
-  bool operator==(const InternKey& o) const {
-    return content == o.content && data.dtype() == o.data.dtype() && data.shape() == o.data.shape() &&
-           std::memcmp(data.raw(), o.data.raw(), data.nbytes()) == 0;
-  }
-};
-struct InternKeyHash {
-  size_t operator()(const InternKey& k) const { return size_t(k.content); }
-};
 
 // Note [Derived constants]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -104,26 +75,6 @@ struct InternKeyHash {
 // computing or copying them (a BERT layer's merged QKV weights are 7 MiB: copying them into
 // fresh pages cost ~4.5 ms per layer per new sequence length), and, their storage being
 // shared, packed copies (PackKey) are shared too and interning skips them.
-struct DerivedKey {
-  ConstantDerivation d;
-  bool operator==(const DerivedKey& o) const {
-    if (d.recipe != o.d.recipe || d.sources.size() != o.d.sources.size()) return false;
-    for (size_t i = 0; i < d.sources.size(); ++i) {
-      const Tensor &a = d.sources[i], &b = o.d.sources[i];
-      if (a.defined() != b.defined() || a.raw() != b.raw() || a.dtype() != b.dtype() || !(a.shape() == b.shape()))
-        return false;
-    }
-    return true;
-  }
-};
-struct DerivedKeyHash {
-  size_t operator()(const DerivedKey& k) const {
-    Hasher h;
-    h.str(k.d.recipe);
-    for (const Tensor& t : k.d.sources) h.u64(uint64_t(reinterpret_cast<uintptr_t>(t.raw()))).u64(t.nbytes());
-    return size_t(h.digest());
-  }
-};
 struct DerivedTensors {
   std::vector<Tensor> tensors;
 };
@@ -287,10 +238,8 @@ class BackgroundPlans {
   std::thread thread_;
 };
 
-void warn_stderr(const std::string& message) { std::fprintf(stderr, "fusor: warning: %s\n", message.c_str()); }
-
 EngineOptions with_defaults(EngineOptions o) {
-  if (!o.warn) o.warn = warn_stderr;
+  if (!o.warn) o.warn = warn_to_stderr;
   return o;
 }
 
@@ -329,8 +278,8 @@ struct Engine::Impl {
         DiskStore::Options so;
         so.dir = options.cache_dir;
         so.warn = options.warn;
-        store = std::make_unique<DiskStore>(DiskStore::open(so));  // disabled (with a warning) when unusable
-        if (!store->enabled()) store.reset();
+        auto disk = std::make_unique<DiskStore>(DiskStore::open(so));  // disabled (with a warning) when unusable
+        if (disk->enabled()) store = std::move(disk);
       }
     }
     if (cuda_backend) {
@@ -458,13 +407,13 @@ struct Engine::Impl {
     std::string key_bytes;
     if (store && be.can_load()) {
       key_bytes = key.serialize();
-      if (std::optional<std::vector<uint8_t>> object = store->load(key_bytes)) {
+      if (std::optional<std::vector<uint8_t>> object = store->get(key_bytes)) {
         try {
           k = be.load(key.spec, std::string(object->begin(), object->end()));
           disk_hits.fetch_add(1, std::memory_order_relaxed);
           load_us.fetch_add(uint64_t(k->compile_us), std::memory_order_relaxed);
         } catch (const Error& e) {
-          options.warn(std::string("a kernel from the persistent store in ") + store->dir() +
+          options.warn(std::string("a kernel from the persistent store in ") + store->stats().location +
                        " cannot be linked; compiling it again (" + e.what() + ")");
         }
       }
@@ -478,7 +427,7 @@ struct Engine::Impl {
         compile_us_by_backend[std::string(be.name())] += uint64_t(k->compile_us);
       }
       const std::string& object = k->object;
-      if (store && be.can_load() && !object.empty() && store->save(key_bytes, std::span(reinterpret_cast<const uint8_t*>(object.data()), object.size())))
+      if (store && be.can_load() && !object.empty() && store->put(key_bytes, std::span(reinterpret_cast<const uint8_t*>(object.data()), object.size())))
         disk_writes.fetch_add(1, std::memory_order_relaxed);
     }
     return {k, uint64_t(k->code_bytes) + sizeof(CompiledKernel)};
@@ -536,7 +485,7 @@ struct Engine::Impl {
     for (size_t v = 0; v < fg.values().size(); ++v) {
       const Tensor* c = fg.constant_data(ValueId(v));
       if (!c || users.count(c->raw()) || c->nbytes() < kInternMinBytes) continue;
-      InternKey key{*c, Hasher().bytes(c->raw(), c->nbytes()).digest()};
+      InternKey key{*c, content_hash(*c)};
       std::shared_ptr<const Tensor> shared = interned.get_or_build(key, [&] {
         return SizedValue<Tensor>{std::make_shared<Tensor>(*c), uint64_t(c->nbytes())};
       });
@@ -662,7 +611,7 @@ struct Engine::Impl {
   ThreadPool pool;
   std::unique_ptr<JitBackend> jit;         // the backend of options.backend (none for static)
   std::unique_ptr<JitBackend> first_tier;  // tiering: asmjit, serving new shapes until jit's plan is ready
-  std::unique_ptr<DiskStore> store;   // the persistent kernel store, when in use
+  std::unique_ptr<KernelStore> store;  // the persistent kernel store, when in use
   std::unique_ptr<CudaExecutor> cuda;  // backend cuda: runs every plan (jit/cuda_executor.h)
   KeyedCache<PlanKey, PlanEntry, PlanKeyHash> plans;
   KeyedCache<KernelKey, CompiledKernel, KernelKeyHash> kernels;
@@ -740,11 +689,10 @@ EngineStats Engine::stats() const {
   if (m.cuda) m.cuda->add_stats(s);
   s.disk_enabled = m.store != nullptr;
   if (m.store) {
-    s.disk_dir = m.store->dir();
-    for (const DiskStore::Entry& e : m.store->entries()) {
-      ++s.disk_entries;
-      s.disk_bytes += e.bytes;
-    }
+    const StoreStats st = m.store->stats();
+    s.disk_dir = st.location;
+    s.disk_entries = st.entries;
+    s.disk_bytes = st.bytes;
   }
   return s;
 }
