@@ -15,8 +15,7 @@
 #include "cache/keyed_cache.h"
 #include "cache/plan_key.h"
 #include "cache/kernel_key.h"
-#include "codegen/asmjit/asmjit_backend.h"
-#include "codegen/llvm/llvm_backend.h"
+#include "codegen/compiled_kernel.h"
 #include "codegen/lower.h"
 #include "codegen/packing.h"
 #include "codegen/symbolic.h"
@@ -28,27 +27,10 @@
 #include "jit/arena.h"
 #include "jit/bind_run.h"
 #include "jit/cuda_executor.h"
+#include "jit/executor.h"
 #include "jit/thread_pool.h"
 
 namespace fusor {
-
-std::string_view backend_name(BackendKind b) {
-  switch (b) {
-    case BackendKind::Static: return "static";
-    case BackendKind::Llvm: return "llvm";
-    case BackendKind::Asmjit: return "asmjit";
-    case BackendKind::Cuda: return "cuda";
-  }
-  return "?";
-}
-
-BackendKind parse_backend(std::string_view name) {
-  if (name == "static") return BackendKind::Static;
-  if (name == "llvm") return BackendKind::Llvm;
-  if (name == "asmjit") return BackendKind::Asmjit;
-  if (name == "cuda") return BackendKind::Cuda;
-  fail(ErrorCode::InvalidArgument, "unknown backend '", name, "' (choices: static, llvm, asmjit, cuda)");
-}
 
 uint64_t EngineOptions::hash() const {
   Hasher h;
@@ -253,26 +235,18 @@ struct Engine::Impl {
         kernels({options.kernel_cache_bytes, nullptr, nullptr}),
         packed({options.packed_cache_bytes, nullptr, nullptr}),
         interned({options.packed_cache_bytes, nullptr, nullptr}) {
-    if (options.backend == BackendKind::Asmjit) {
-      AsmjitBackend::Options ao;
-      ao.dump_dir = options.dump_dir;
-      jit = make_asmjit_backend(ao);  // throws DeviceUnavailable with the reason
-    }
-    if (options.backend == BackendKind::Llvm) {
-      LlvmBackend::Options lo;
-      lo.dump_dir = options.dump_dir;
-      jit = make_llvm_backend(lo);  // throws DeviceUnavailable with the reason
-      if (options.tiering) {
+    const BackendRole role = backend_info(options.backend).role;
+    if (role == BackendRole::HostJit) {
+      jit = make_jit_backend(options.backend, BackendOptions{options.dump_dir});  // throws DeviceUnavailable with the reason
+      if (options.tiering && options.backend != BackendKind::Asmjit) {
         try {
-          AsmjitBackend::Options ao;
-          ao.dump_dir = options.dump_dir;
-          first_tier = make_asmjit_backend(ao);
+          first_tier = make_jit_backend(BackendKind::Asmjit, BackendOptions{options.dump_dir});
         } catch (const Error& e) {
           options.warn(std::string("tiering without its first tier (new shapes start on the static kernels): ") + e.what());
         }
       }
     }
-    const bool cuda_backend = options.backend == BackendKind::Cuda;
+    const bool cuda_backend = role == BackendRole::DeviceJit;
     if ((jit && jit->can_load()) || cuda_backend) {
       if (options.disk_cache) {
         DiskStore::Options so;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/backends.h"
 #include "ir/graph.h"
 #include "ir/passes/fusion_options.h"
 #include "ir/shape_inference.h"
@@ -21,22 +22,16 @@
 
 namespace fusor {
 
-/// Which code runs the graph's groups. Static: the precompiled per-op kernels. Llvm: each
-/// fused group the LLVM backend takes (pointwise, row reductions, contractions, attention)
-/// becomes one JIT-compiled kernel (-O3, tens of ms per kernel); Asmjit: the same from the
-/// asmjit backend (machine code emitted directly, well under 1 ms per kernel; no attention
-/// yet). Groups a backend declines run on the static kernels. Cuda: every group runs as a
-/// kernel NVRTC compiled for the CUDA device (jit/cuda_executor.h), none on the host: a
-/// group without a CUDA kernel is Error(Unsupported); inputs may be host or device tensors.
-enum class BackendKind : uint8_t { Static, Llvm, Asmjit, Cuda };
-
-/// "static", "llvm", "asmjit", "cuda".
-std::string_view backend_name(BackendKind b);
-/// Parses a backend name; InvalidArgument names the choices otherwise.
-BackendKind parse_backend(std::string_view name);
-
 /// Everything that configures an Engine, in one place.
 struct EngineOptions {
+  /// Which code runs the graph's groups (codegen/backends.def). Static: the precompiled
+  /// per-op kernels. Llvm: each fused group the LLVM backend takes (pointwise, row
+  /// reductions, contractions, attention) becomes one JIT-compiled kernel (-O3, tens of ms
+  /// per kernel); Asmjit: the same from the asmjit backend (machine code emitted directly,
+  /// well under 1 ms per kernel; no attention yet). Groups a host JIT backend declines run on
+  /// the static kernels. Cuda: every group runs as a kernel NVRTC compiled for the CUDA
+  /// device (jit/cuda_executor.h), none on the host: a group without a CUDA kernel is
+  /// Error(Unsupported); inputs may be host or device tensors.
   BackendKind backend = BackendKind::Static;
   /// Backend cuda: the CUDA device ordinal.
   int cuda_device = 0;

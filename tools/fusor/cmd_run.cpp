@@ -19,7 +19,8 @@
 
 namespace fusor::cli {
 
-const char* const kRunUsage =
+namespace {
+const std::string kRunUsageText =
     "usage: fusor run GRAPH [options]\n"
     "\n"
     "Runs GRAPH (fusor text format) and prints each output's type and checksum, and timings.\n"
@@ -28,10 +29,8 @@ const char* const kRunUsage =
     "  --dim NAME=SIZE      bind a named input dimension (repeatable), e.g. --dim T=128\n"
     "  --input NAME=FILE    read input NAME from a .npy file (others are seeded-random)\n"
     "  --seed N             seed of the random inputs (default 0): floats ~ N(0,1),\n"
-    "                       integers uniform in [0, 2), bools uniform\n"
-    "  --backend NAME       static (default), llvm or asmjit (fused groups JIT-compiled\n"
-    "                       where the backend has a kernel kind for them, static elsewhere),\n"
-    "                       or cuda (every group a kernel on the GPU; inputs copied there)\n"
+    "                       integers uniform in [0, 2), bools uniform\n" +
+    backend_usage(BackendKind::Static, false) +
     "  --no-fuse            run every op as its own kernel (the unfused baseline)\n"
     "  --threads N          kernel threads (default: one per core)\n"
     "  --repeat N           timed runs after one warm-up run (default 1)\n"
@@ -51,6 +50,9 @@ const char* const kRunUsage =
     "  --no-disk-cache      compile in memory only, without the persistent store\n"
     "  --json               print one JSON object instead of text\n"
     "  --help               this text\n";
+}  // namespace
+
+const char* const kRunUsage = kRunUsageText.c_str();
 
 namespace {
 
