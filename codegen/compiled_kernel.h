@@ -28,6 +28,7 @@ struct CompiledKernel {
     int buffer = -1;
     int64_t floats = 0;
     int64_t width = 0;  ///< width of the layout (codegen/packing.h)
+    PackKind kind = PackKind::Panels;
   };
   Fn fn = nullptr;                  ///< the entry point
   KernelSpec spec;                  ///< what it computes
@@ -35,6 +36,9 @@ struct CompiledKernel {
   /// A symbolic kernel's task range at outer extent s (Note [Symbolic kernels]):
   /// [0, tasks_fixed * ceil(s * tasks_scale / tasks_per)).
   int64_t tasks_fixed = 1, tasks_scale = 1, tasks_per = 1;
+  /// A symbolic kernel serves runs whose outer extent is at most this (its scratch grows
+  /// with it: symbolic attention); the runtime uses another kernel beyond.
+  int64_t max_extent = INT64_MAX;
   std::vector<Prepack> prepacks;    ///< constants to pass packed
   int64_t compile_us = 0;           ///< wall time of compiling (or linking) it
   std::string backend;              ///< "llvm", "asmjit"
@@ -51,7 +55,10 @@ struct CompiledKernel {
   /// Runs tasks [task_begin, task_end) on `buffers`.
   void run(void** buffers, int64_t task_begin, int64_t task_end) const { fn(buffers, task_begin, task_end); }
   /// Packs `src` (the constant buffer p.buffer) into `dst` (p.floats floats).
-  void pack(const Prepack& p, const float* src, float* dst) const { pack_b(spec.contraction, p.width, src, dst); }
+  void pack(const Prepack& p, const float* src, float* dst) const { pack_b(spec.contraction, p.width, src, dst, p.kind); }
+  /// What the packed copy of p depends on besides its source (packed_b_layout): copies with
+  /// equal layouts of one constant are shared.
+  std::string layout(const Prepack& p) const { return packed_b_layout(spec.contraction, p.width, p.kind); }
 };
 
 /// A backend that compiles KernelSpecs to machine code at run time. Implementations are

@@ -15,15 +15,18 @@ int scalar_op_arity(ScalarOp op);
 
 /// What a graph may hold where it is used.
 struct ExprRules {
-  bool acc = false;       ///< Acc nodes are allowed
-  bool row_stat = false;  ///< RowStat nodes (value 0 or 1) are allowed
-  bool stores = true;     ///< stores are allowed
+  bool acc = false;          ///< Acc nodes are allowed
+  bool row_stat = false;     ///< RowStat nodes (value 0 or 1) are allowed
+  bool stores = true;        ///< stores are allowed
+  bool bool_stores = false;  ///< bool values may be stored (and be the last node)
 };
 
 /// Whether the nodes, accesses and stores of `g` over an index space of rank `rank` are
-/// well formed and take only what the emitters have a form for (f32 values; bool only as a
-/// Where condition loaded from a buffer; Acc / RowStat only where allowed; stores only to
-/// output buffers, f32). Counts each buffer's loads into reads[] and stores into writes[]
+/// well formed and take only what the emitters have a form for: f32 values, and bool values
+/// (bool loads, comparisons, logic, casts to bool) used as Where conditions, by logic, by
+/// casts and (where rules.bool_stores) stored; every node's arguments of the types its op
+/// takes (Note [Expression types] in expr_check.cpp); Acc / RowStat only where allowed;
+/// stores only to output buffers. Counts each buffer's loads into reads[] and stores into writes[]
 /// (sized like spec.buffers). When not, *why (if given) says why, prefixed by `what`.
 bool check_expr(const KernelSpec& spec, const ExprGraph& g, size_t rank, const ExprRules& rules, const std::string& what,
                 std::vector<int>& reads, std::vector<int>& writes, std::string* why);

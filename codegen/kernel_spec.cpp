@@ -10,28 +10,10 @@ namespace fusor {
 
 const char* scalar_op_name(ScalarOp op) {
   switch (op) {
-    case ScalarOp::Load: return "load";
-    case ScalarOp::Const: return "const";
-    case ScalarOp::Acc: return "acc";
-    case ScalarOp::RowStat: return "rowstat";
-    case ScalarOp::Add: return "add";
-    case ScalarOp::Sub: return "sub";
-    case ScalarOp::Mul: return "mul";
-    case ScalarOp::Div: return "div";
-    case ScalarOp::Pow: return "pow";
-    case ScalarOp::Max: return "max";
-    case ScalarOp::Min: return "min";
-    case ScalarOp::Neg: return "neg";
-    case ScalarOp::Relu: return "relu";
-    case ScalarOp::Exp: return "exp";
-    case ScalarOp::Tanh: return "tanh";
-    case ScalarOp::Erf: return "erf";
-    case ScalarOp::Sigmoid: return "sigmoid";
-    case ScalarOp::Sqrt: return "sqrt";
-    case ScalarOp::GeluErf: return "gelu_erf";
-    case ScalarOp::GeluTanh: return "gelu_tanh";
-    case ScalarOp::Cast: return "cast";
-    case ScalarOp::Where: return "where";
+#define FUSOR_SCALAR_OP(kind, name, arity) \
+  case ScalarOp::kind: return name;
+#include "codegen/scalar_ops.def"
+#undef FUSOR_SCALAR_OP
   }
   return "?";
 }

@@ -40,16 +40,11 @@ struct StridedAccess {
   bool operator==(const StridedAccess&) const = default;
 };
 
-/// Scalar operations of expression graphs.
+/// Scalar operations of expression graphs, one per line of codegen/scalar_ops.def.
 enum class ScalarOp : uint8_t {
-  Load,      ///< accesses[load] at the current index
-  Const,     ///< value
-  Acc,       ///< the contraction accumulator / the reduction's per-element result
-  RowStat,   ///< a row statistic of a reduction: value 0 = mean or max, 1 = 1/stddev or 1/sum
-  Add, Sub, Mul, Div, Pow, Max, Min,
-  Neg, Relu, Exp, Tanh, Erf, Sigmoid, Sqrt, GeluErf, GeluTanh,
-  Cast,      ///< to `dtype`
-  Where,     ///< args[0] ? args[1] : args[2]
+#define FUSOR_SCALAR_OP(kind, name, arity) kind,
+#include "codegen/scalar_ops.def"
+#undef FUSOR_SCALAR_OP
 };
 
 /// "load", "add", ...

@@ -1,6 +1,7 @@
 #include "codegen/lower.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "ir/op_schema.h"
@@ -11,7 +12,7 @@ namespace {
 
 bool is_view_op(OpKind op) {
   return op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Squeeze || op == OpKind::Unsqueeze ||
-         op == OpKind::Transpose || op == OpKind::Slice;
+         op == OpKind::Transpose || op == OpKind::Slice || op == OpKind::Split;
 }
 
 // Thrown inside the lowerer when a group cannot be expressed; caught in lower_group.
@@ -62,6 +63,13 @@ class Lowerer {
     ScalarExpr e{op, t};
     e.args[0] = x;
     e.args[1] = y;
+    return add(b, e);
+  }
+  int32_t where(Builder& b, int32_t c, int32_t x, int32_t y, DType t) {
+    ScalarExpr e{ScalarOp::Where, t};
+    e.args[0] = c;
+    e.args[1] = x;
+    e.args[2] = y;
     return add(b, e);
   }
   int32_t constant(Builder& b, double v, DType t) {
@@ -148,7 +156,7 @@ void Lowerer::emit(Builder& b, const Node& n) {
   // specs and their hashes are the same whichever compiler built fusor.
   std::vector<int32_t> operand;
   if (n.op != OpKind::BatchNormalization)
-    for (ValueId v : n.inputs) operand.push_back(value(b, v));
+    for (ValueId v : n.inputs) operand.push_back(v == kNoValue ? -1 : value(b, v));
   auto in = [&](int i) { return i < int(operand.size()) ? operand[size_t(i)] : value(b, n.inputs[size_t(i)]); };
   int32_t out = -1;
   switch (n.op) {
@@ -174,15 +182,79 @@ void Lowerer::emit(Builder& b, const Node& n) {
     case OpKind::Gelu:
       out = unary(b, attr_string(n, "approximate") == "tanh" ? ScalarOp::GeluTanh : ScalarOp::GeluErf, in(0), t);
       break;
-    case OpKind::Cast: out = unary(b, ScalarOp::Cast, in(0), t); break;
-    case OpKind::Where: {
-      ScalarExpr e{ScalarOp::Where, t};
-      e.args[0] = in(0);
-      e.args[1] = in(1);
-      e.args[2] = in(2);
-      out = add(b, e);
+    case OpKind::Abs: out = unary(b, ScalarOp::Abs, in(0), t); break;
+    case OpKind::Log: out = unary(b, ScalarOp::Log, in(0), t); break;
+    case OpKind::Reciprocal: {
+      int32_t one = constant(b, 1.0, t);
+      out = binary(b, ScalarOp::Div, one, in(0), t);
       break;
     }
+    case OpKind::Clip: {
+      // min(max(x, lo), hi) as the static kernel computes it; an absent bound clips nothing.
+      out = in(0);
+      const char* names[] = {"", "min", "max"};
+      for (int i = 1; i < 3; ++i) {
+        int32_t bound = -1;
+        if (i < int(n.inputs.size()) && n.inputs[size_t(i)] != kNoValue) bound = in(i);
+        else if (has_attr(n, names[i])) bound = constant(b, attr_float(n, names[i]), t);
+        if (bound >= 0) out = binary(b, i == 1 ? ScalarOp::Max : ScalarOp::Min, out, bound, t);
+      }
+      break;
+    }
+    case OpKind::LeakyRelu: {  // x < 0 ? x * alpha : x
+      int32_t zero = constant(b, 0.0, t);
+      int32_t neg = binary(b, ScalarOp::Lt, in(0), zero, DType::Bool);
+      int32_t alpha = constant(b, double(float(attr_float(n, "alpha"))), t);
+      int32_t scaled = binary(b, ScalarOp::Mul, in(0), alpha, t);
+      out = where(b, neg, scaled, in(0), t);
+      break;
+    }
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish: {  // max(min(x * alpha + beta, 1), 0) [* x]
+      const bool swish = n.op == OpKind::HardSwish;
+      double alpha = swish ? double(1.0f / 6) : double(float(attr_float(n, "alpha")));
+      double beta = swish ? 0.5 : double(float(attr_float(n, "beta")));
+      // One node per statement: the order of nodes (and so the spec's hash) must not depend
+      // on the compiler's order of evaluating arguments.
+      int32_t ka = constant(b, alpha, t);
+      int32_t scaled = binary(b, ScalarOp::Mul, in(0), ka, t);
+      int32_t kb = constant(b, beta, t);
+      int32_t lin = binary(b, ScalarOp::Add, scaled, kb, t);
+      int32_t one = constant(b, 1.0, t);
+      int32_t upper = binary(b, ScalarOp::Min, lin, one, t);
+      int32_t zero = constant(b, 0.0, t);
+      out = binary(b, ScalarOp::Max, upper, zero, t);
+      if (swish) out = binary(b, ScalarOp::Mul, in(0), out, t);
+      break;
+    }
+    case OpKind::Equal: out = binary(b, ScalarOp::Eq, in(0), in(1), t); break;
+    case OpKind::Less: out = binary(b, ScalarOp::Lt, in(0), in(1), t); break;
+    case OpKind::LessOrEqual: out = binary(b, ScalarOp::Le, in(0), in(1), t); break;
+    case OpKind::Greater: out = binary(b, ScalarOp::Lt, in(1), in(0), t); break;
+    case OpKind::GreaterOrEqual: out = binary(b, ScalarOp::Le, in(1), in(0), t); break;
+    case OpKind::And: out = binary(b, ScalarOp::And, in(0), in(1), t); break;
+    case OpKind::Or: out = binary(b, ScalarOp::Or, in(0), in(1), t); break;
+    case OpKind::Not: out = unary(b, ScalarOp::Not, in(0), t); break;
+    case OpKind::IsNaN: {
+      int32_t same = binary(b, ScalarOp::Eq, in(0), in(0), t);
+      out = unary(b, ScalarOp::Not, same, t);
+      break;
+    }
+    case OpKind::IsInf: {
+      const DType ft = type(n.inputs[0]).dtype;
+      const bool pos = attr_int(n, "detect_positive") != 0, neg = attr_int(n, "detect_negative") != 0;
+      const double inf = std::numeric_limits<double>::infinity();
+      if (pos && neg) {
+        int32_t mag = unary(b, ScalarOp::Abs, in(0), ft);
+        int32_t k = constant(b, inf, ft);
+        out = binary(b, ScalarOp::Eq, mag, k, t);
+      }
+      else if (pos || neg) out = binary(b, ScalarOp::Eq, in(0), constant(b, pos ? inf : -inf, ft), t);
+      else out = binary(b, ScalarOp::Lt, in(0), constant(b, -inf, ft), t);  // never true
+      break;
+    }
+    case OpKind::Cast: out = unary(b, ScalarOp::Cast, in(0), t); break;
+    case OpKind::Where: out = where(b, in(0), in(1), in(2), t); break;
     case OpKind::BatchNormalization: {
       // y = (x - mean) * scale / sqrt(var + eps) + bias, parameters per channel (axis 1).
       int32_t x = in(0);
@@ -341,6 +413,7 @@ void Lowerer::lower_reduction() {
   const Node& anchor = g_.node(grp_.anchor);
   ValueId x = anchor.inputs[0];
   const Shape& xs = type(x).shape;
+  if (xs.rank() == 0) throw NotLowerable{"a reduction of a scalar (rank 0; the static kernel computes it)"};
   int axis = xs.rank() - 1;
   switch (anchor.op) {
     case OpKind::Softmax:
@@ -437,8 +510,12 @@ void Lowerer::lower_reduction() {
 void Lowerer::lower_attention() {
   spec_.kind = KernelKind::Attention;
   AttentionSpec& at = spec_.attention;
-  const Node& qk = g_.node(grp_.nodes[0]);
-  size_t si = 1;
+  // The group (in node order): the QK MatMul, the score ops (and side-input ops that may
+  // come before the MatMul), the Softmax, the PV MatMul, the epilogue.
+  size_t qi = 0;
+  while (g_.node(grp_.nodes[qi]).op != OpKind::MatMul) ++qi;
+  const Node& qk = g_.node(grp_.nodes[qi]);
+  size_t si = qi + 1;
   while (g_.node(grp_.nodes[si]).op != OpKind::Softmax) ++si;
   const Node& pv = g_.node(grp_.nodes[si + 1]);
   const Shape& ss = type(qk.outputs[0]).shape;
@@ -461,7 +538,8 @@ void Lowerer::lower_attention() {
   Builder sc;
   sc.space = ss.dims();
   sc.node_of[qk.outputs[0]] = add(sc, ScalarExpr{ScalarOp::Acc, type(qk.outputs[0]).dtype});
-  emit_range(sc, 1, si);
+  emit_range(sc, 0, qi);
+  emit_range(sc, qi + 1, si);
   at.score = std::move(sc.g);
   Builder epi;
   epi.space = os.dims();
@@ -495,24 +573,33 @@ bool resolve_view(const FusedGraph& fused, ValueId v, ValueId* root, StridedView
 bool resolve_view(const FusedGraph& fused, ValueId v, const std::function<bool(ValueId)>& stop, ValueId* root,
                   StridedView* view) {
   const Graph& g = fused.graph;
-  std::vector<const Node*> chain;
+  std::vector<std::pair<const Node*, int>> chain;  // view nodes and the output taken
   ValueId cur = v;
   for (;;) {
     const Value& val = g.value(cur);
     if (val.kind != ValueKind::NodeOutput || (cur != v && stop && stop(cur))) break;
     const Node& p = g.node(val.producer);
     if (!is_view_op(p.op)) break;
-    chain.push_back(&p);
+    chain.emplace_back(&p, val.producer_output);
     cur = p.inputs[0];
   }
   // Apply the chain from the root outwards; stop at the first view strides cannot express.
   StridedView sv = contiguous_view(fused.types[size_t(cur)].shape);
   for (size_t i = chain.size(); i-- > 0;) {
-    const Node& n = *chain[i];
-    const Shape& out_shape = fused.types[size_t(n.outputs[0])].shape;
+    const Node& n = *chain[i].first;
+    const Shape& out_shape = fused.types[size_t(n.outputs[size_t(chain[i].second)])].shape;
     StridedView next;
     bool ok = true;
-    if (n.op == OpKind::Transpose) {
+    if (n.op == OpKind::Split) {
+      // Output k is a slice of the input along the axis, after the outputs before it.
+      int axis;
+      const Tensor* split = n.inputs.size() > 1 && n.inputs[1] != kNoValue ? g.constant_data(n.inputs[1]) : nullptr;
+      std::vector<int64_t> sizes = split_sizes(n, Shape(sv.shape), split, int(n.outputs.size()), &axis);
+      SliceParams p{std::vector<int64_t>(sv.shape.size(), 0), std::vector<int64_t>(sv.shape.size(), 1), sv.shape};
+      for (int k = 0; k < chain[i].second; ++k) p.start[size_t(axis)] += sizes[size_t(k)];
+      p.count[size_t(axis)] = sizes[size_t(chain[i].second)];
+      next = slice_view(sv, p);
+    } else if (n.op == OpKind::Transpose) {
       next = transpose_view(sv, transpose_perm(n, int(sv.shape.size())));
     } else if (n.op == OpKind::Slice) {
       const Tensor* axes = n.inputs.size() > 3 && n.inputs[3] != kNoValue ? g.constant_data(n.inputs[3]) : nullptr;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "codegen/index_math.h"
+#include "codegen/winograd.h"
 #include "ir/error.h"
 
 namespace fusor {
@@ -29,12 +30,14 @@ int64_t b_columns(const ContractionSpec& c) {
   return c.kind == ContractionSpec::Kind::Conv2d ? c.conv.m / c.conv.group : c.n;
 }
 
-int64_t packed_b_floats(const ContractionSpec& c, int64_t width) {
+int64_t packed_b_floats(const ContractionSpec& c, int64_t width, PackKind kind) {
+  if (kind == PackKind::WinogradWeights) return winograd_weight_floats(c, width);
   return packed_b_batches(c) * ceil_div(b_columns(c), width) * reduction_length(c) * width;
 }
 
-std::string packed_b_layout(const ContractionSpec& c, int64_t width) {
-  std::vector<int64_t> words{int64_t(c.kind), width, reduction_length(c), b_columns(c), packed_b_batches(c), c.b.offset};
+std::string packed_b_layout(const ContractionSpec& c, int64_t width, PackKind kind) {
+  std::vector<int64_t> words{int64_t(c.kind) | int64_t(kind) << 8, width, reduction_length(c), b_columns(c),
+                             packed_b_batches(c), c.b.offset};
   words.insert(words.end(), c.b.strides.begin(), c.b.strides.end());
   if (c.kind == ContractionSpec::Kind::Conv2d) {
     const Conv2dParams& p = c.conv;
@@ -45,8 +48,9 @@ std::string packed_b_layout(const ContractionSpec& c, int64_t width) {
   return std::string(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t));
 }
 
-void pack_b(const ContractionSpec& c, int64_t width, const float* b, float* dst) {
+void pack_b(const ContractionSpec& c, int64_t width, const float* b, float* dst, PackKind kind) {
   FUSOR_ASSERT(width > 0, "pack_b: width");
+  if (kind == PackKind::WinogradWeights) return pack_winograd_weights(c, width, b, dst);
   const int64_t n = b_columns(c), k = reduction_length(c), blocks = ceil_div(n, width);
   if (c.kind == ContractionSpec::Kind::Conv2d) {
     const Conv2dParams& p = c.conv;

@@ -28,6 +28,10 @@
 
 namespace fusor {
 
+/// Which layout a packed constant operand has: the micro-kernels' panels (Note [Packed
+/// layouts]), or a Winograd convolution's transformed weights (codegen/winograd.h).
+enum class PackKind : uint8_t { Panels, WinogradWeights };
+
 /// Whether a contraction's B operand varies over its batch dims (GEMM only; conv weights
 /// vary over groups, see packed_b_batches).
 bool b_varies_over_batch(const ContractionSpec& c);
@@ -39,16 +43,16 @@ int64_t reduction_length(const ContractionSpec& c);
 /// weights' output channels).
 int64_t b_columns(const ContractionSpec& c);
 /// Floats of the spec's B operand packed with `width` (NR of a GEMM, MR of a conv).
-int64_t packed_b_floats(const ContractionSpec& c, int64_t width);
+int64_t packed_b_floats(const ContractionSpec& c, int64_t width, PackKind kind = PackKind::Panels);
 /// Packs the contraction's B operand (the buffer c.b.buffer points at, read through c.b:
-/// a GEMM's B or a convolution's weights) into `dst` (packed_b_floats(c, width) floats), as
-/// Note [Packed layouts] says.
-void pack_b(const ContractionSpec& c, int64_t width, const float* b_buffer, float* dst);
+/// a GEMM's B or a convolution's weights) into `dst` (packed_b_floats(c, width, kind)
+/// floats), as Note [Packed layouts] (or, for WinogradWeights, codegen/winograd.h) says.
+void pack_b(const ContractionSpec& c, int64_t width, const float* b_buffer, float* dst, PackKind kind = PackKind::Panels);
 
 /// Everything besides the source data that pack_b's output depends on, as bytes: packed
 /// copies of one constant are shared by every kernel (every shape) with equal layout bytes.
 /// A GEMM's rows (m), which change with the sequence length, are not part of it.
-std::string packed_b_layout(const ContractionSpec& c, int64_t width);
+std::string packed_b_layout(const ContractionSpec& c, int64_t width, PackKind kind = PackKind::Panels);
 
 /// The geometry pack_conv_tile reads, as the int64 array JIT code passes (one per kernel).
 enum ConvGeo : int {

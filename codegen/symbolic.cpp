@@ -32,7 +32,7 @@ int64_t* outer_extent(KernelSpec& s) {
     case KernelKind::RowReduction: return s.reduction.shape.size() < 2 ? nullptr : &s.reduction.shape[0];
     case KernelKind::Contraction:
       return s.contraction.kind == ContractionSpec::Kind::Gemm ? &s.contraction.m : nullptr;
-    case KernelKind::Attention: return nullptr;
+    case KernelKind::Attention: return &s.attention.tq;  // self-attention: tk too (symbolize checks)
   }
   return nullptr;
 }
@@ -99,7 +99,21 @@ std::vector<int64_t*> outer_strides(KernelSpec& s) {
       graph(s.contraction.epilogue, r);
       break;
     }
-    case KernelKind::Attention: break;
+    case KernelKind::Attention: {
+      // The query and key dims (both the extent) of every operand.
+      AttentionSpec& a = s.attention;
+      const size_t r = a.batch.size();
+      if (r + 1 < a.q.strides.size()) out.push_back(&a.q.strides[r]);
+      if (r + 1 < a.k.strides.size()) out.push_back(&a.k.strides[r + 1]);
+      if (r + 1 < a.v.strides.size()) out.push_back(&a.v.strides[r]);
+      for (StridedAccess& x : a.score.accesses)
+        if (r + 1 < x.strides.size()) {
+          out.push_back(&x.strides[r]);
+          out.push_back(&x.strides[r + 1]);
+        }
+      graph(a.epilogue, r);
+      break;
+    }
   }
   return out;
 }
@@ -146,7 +160,16 @@ KernelSpec normalize_dims(const KernelSpec& spec) {
       fold_batch_into_rows(c);
       break;
     }
-    case KernelKind::Attention: break;
+    case KernelKind::Attention: {
+      // Batch dims of extent 1 (B = 1: a batch stride of T x 2304 that addresses nothing).
+      AttentionSpec& a = s.attention;
+      const std::vector<size_t> drop = unit_dims(a.batch, 0, a.batch.size(), 0);
+      erase_positions(a.batch, drop);
+      for (StridedAccess* x : {&a.q, &a.k, &a.v}) erase_positions(x->strides, drop);
+      erase_positions(a.score, drop);
+      erase_positions(a.epilogue, drop);
+      break;
+    }
   }
   return s;
 }
@@ -163,11 +186,14 @@ std::optional<SymbolicSpec> symbolize(const KernelSpec& exact, const KernelSpec&
   int64_t* ey = outer_extent(y);
   if (!ex || !ey) return no(std::string(kernel_kind_name(exact.kind)) + " kernels of this form have no symbolic form");
   if (*ex < 1 || *ey < 1) return no("an empty outer extent");
+  if (exact.kind == KernelKind::Attention && (x.attention.tk != *ex || y.attention.tk != *ey))
+    return no("attention whose keys are not its queries (only self-attention has a symbolic form)");
   if (x.buffers.size() != y.buffers.size()) return no("the group reads other buffers at the other size");
   const int64_t extent = *ex, other_extent = *ey;
   if (*ex == 1) adopt_outer_strides(x, y);
   if (*ey == 1) adopt_outer_strides(y, x);
   for (KernelSpec* s : {&x, &y}) {
+    if (s->kind == KernelKind::Attention) s->attention.tk = 0;
     *outer_extent(*s) = 0;
     s->tasks = 0;
     s->symbolic = true;

@@ -4,7 +4,8 @@
 // Note [Symbolic kernels]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // A symbolic KernelSpec (KernelSpec::symbolic) leaves its outer extent to run time: the
-// pointwise index space's shape[0], the row reduction's shape[0] (rows), or a GEMM's m. The
+// pointwise index space's shape[0], the row reduction's shape[0] (rows), a GEMM's m, or
+// self-attention's queries and keys together (tq = tk, at batch 1). The
 // spec holds 0 there, in `tasks`, and in the elements of every buffer whose size follows
 // the extent; the kernel reads the extent through buffers[buffers.size()] (the address of
 // one int64_t) and the runtime sizes the task range with CompiledKernel::tasks_for. Those
@@ -15,9 +16,13 @@
 // extent 1 dropped — B = 1 gives a batch stride of T x 768 that addresses nothing — runs
 // merged, a [B, T, K] x [K, N] product folded into one B*T-row GEMM), and the two specs
 // must then be equal except for the outer extent, `tasks` and buffer sizes. A group
-// whose other fields change too — a head-split [12, T, 64] space, a mean over T, attention's
-// T x T scores, a convolution — has no symbolic form and keeps exact kernels; so does a
-// group that does not depend on the dimension (its exact kernel already serves every size).
+// whose other fields change too — a head-split [12, T, 64] space, a mean over T, attention
+// at batch 2 (its batch stride is T x 2304) or whose context is written head-major (BERT's
+// [12, T, 64]: a head stride of T x 64), a convolution — has no symbolic form and keeps
+// exact kernels; so does a group that does not depend on the dimension (its exact kernel
+// already serves every size). A symbolic attention kernel's stack scratch grows with the
+// keys, so it serves lengths up to CompiledKernel::max_extent; the runtime takes the exact
+// kernel (or the static ones) beyond.
 //
 // The code differs from an exact kernel only in what it cannot know: loop bounds and the
 // task split come from the run-time extent, and a GEMM's register tile is chosen for a

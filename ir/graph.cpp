@@ -67,7 +67,7 @@ NodeId Graph::add_node(OpKind op, std::vector<ValueId> inputs, std::vector<std::
                 " refers to value id ", inputs[i], " which does not exist");
   }
   if (output_names.empty()) output_names.resize(size_t(schema.num_outputs));
-  FUSOR_CHECK(output_names.size() == size_t(schema.num_outputs), InvalidGraph, op_name(op), " node '",
+  FUSOR_CHECK(schema.takes_outputs(output_names.size()), InvalidGraph, op_name(op), " node '",
               node_name, "' has ", output_names.size(), " outputs but ", op_name(op), " has ",
               schema.num_outputs);
   std::string base = node_name.empty() ? std::string(schema.name) : node_name;

@@ -42,13 +42,19 @@ struct OpSchema {
   std::string_view name;                  ///< ONNX op_type
   int min_inputs = 1;
   int max_inputs = 1;                     ///< kVariadic for no limit
-  int num_outputs = 1;
+  int num_outputs = 1;                    ///< the fewest outputs (all of them unless max_outputs says more)
   std::vector<AttrSpec> attrs;
   /// Structural checks of attribute values that need no shapes (ranges, enum strings);
   /// throws via node_fail. May be null.
   void (*check)(const Node&) = nullptr;
   /// Shape and dtype inference; throws via InferContext::fail.
   void (*infer)(InferContext&) = nullptr;
+  /// The most outputs (Split: kVariadic); 0 means exactly num_outputs.
+  int max_outputs = 0;
+  /// Whether a node may have n outputs.
+  bool takes_outputs(size_t n) const {
+    return n >= size_t(num_outputs) && n <= size_t(max_outputs ? max_outputs : num_outputs);
+  }
 };
 
 /// The schema of an operator kind.
@@ -105,6 +111,8 @@ class InferContext {
   const Tensor* constant(int i) const { return i < num_inputs() ? constants_[size_t(i)] : nullptr; }
   /// The data of input i, which must be a constant; fails naming `what` otherwise.
   const Tensor& require_constant(int i, std::string_view what) const;
+  /// Number of outputs the node has.
+  int num_outputs() const { return int(outputs_->size()); }
   /// Sets output i.
   void set_output(int i, DType dtype, Shape shape);
 

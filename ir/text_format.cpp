@@ -610,9 +610,9 @@ class Parser {
     if (!parse_op_kind(op_tok.text, &op))
       error(lx, op_tok.col, "unknown op type ", describe(op_tok), op_suggestions(op_tok.text));
     const OpSchema& schema = op_schema(op);
-    if (int(out_tokens.size()) != schema.num_outputs)
-      error(lx, out_tokens[0].col, schema.name, " has ", schema.num_outputs, " output",
-            schema.num_outputs == 1 ? "" : "s", ", found ", out_tokens.size(), " names");
+    if (!schema.takes_outputs(out_tokens.size()))
+      error(lx, out_tokens[0].col, schema.name, " has ", schema.max_outputs == kVariadic ? "at least " : "",
+            schema.num_outputs, " output", schema.num_outputs == 1 ? "" : "s", ", found ", out_tokens.size(), " names");
 
     expect(lx, '(', detail::cat("after ", op_tok.text));
     std::vector<ValueId> inputs;

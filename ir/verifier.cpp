@@ -50,9 +50,13 @@ void verify(const Graph& g) {
                 schema.min_inputs == schema.max_inputs ? "" : " to ",
                 schema.min_inputs == schema.max_inputs ? std::string() : std::to_string(schema.max_inputs));
     }
-    if (int(n.outputs.size()) != schema.num_outputs)
+    if (!schema.takes_outputs(n.outputs.size())) {
+      if (schema.max_outputs == kVariadic)
+        node_fail(n, ErrorCode::InvalidGraph, "has ", n.outputs.size(), " outputs; ", schema.name, " has at least ",
+                  schema.num_outputs);
       node_fail(n, ErrorCode::InvalidGraph, "has ", n.outputs.size(), " outputs; ", schema.name, " has ",
                 schema.num_outputs);
+    }
     for (int i = 0; i < nin; ++i) {
       ValueId v = n.inputs[size_t(i)];
       if (v == kNoValue) {

@@ -338,9 +338,12 @@ struct Engine::Impl {
       }
       std::optional<SymbolicSpec> sym = symbolize(*lowered, other, nullptr);
       if (sym && jit->supports(sym->spec, nullptr)) {
-        *spec = std::move(*lowered);
-        *extent = sym->extent;
-        return cached_kernel(*jit, std::move(sym->spec));
+        std::shared_ptr<const CompiledKernel> k = cached_kernel(*jit, std::move(sym->spec));
+        if (sym->extent <= k->max_extent) {  // (symbolic attention serves lengths up to its scratch)
+          *spec = std::move(*lowered);
+          *extent = sym->extent;
+          return k;
+        }
       }
     }
     if (!fallback || !fallback->supports(*lowered, nullptr)) return nullptr;
@@ -469,7 +472,7 @@ struct Engine::Impl {
 
   // The packed copy of constant `c` that kernel k reads (shared across plans).
   std::shared_ptr<const Tensor> packed_constant(const CompiledKernel& k, const CompiledKernel::Prepack& pp, const Tensor& c) {
-    PackKey key{c, packed_b_layout(k.spec.contraction, pp.width)};
+    PackKey key{c, k.layout(pp)};
     return packed.get_or_build(key, [&] {
       auto t = std::make_shared<Tensor>(Tensor::empty(DType::F32, Shape{pp.floats}));
       k.pack(pp, c.data<float>(), t->data<float>());

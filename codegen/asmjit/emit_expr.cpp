@@ -174,6 +174,23 @@ Mask VecEmitter::mask_and(const Mask& a, const Mask& b) {
   return m;
 }
 
+Mask VecEmitter::mask_not(const Mask& a) {
+  Mask m;
+  if (avx512) {
+    m.k = cc.newKw();
+    cc.knotw(m.k, a.k);
+  } else {
+    m.v = bit_xor(a.v, cmem_bits(0xffffffffu));
+  }
+  return m;
+}
+
+x86::Vec VecEmitter::mask_to_ones(const Mask& m) {
+  x86::Vec one = vec();
+  cc.vmovups(one, cmem_bits(1));
+  return select(m, one, zero());
+}
+
 Mask VecEmitter::in_range(const x86::Vec& ints, int64_t bound) {
   Mask m;
   if (avx512) {
@@ -365,8 +382,11 @@ void bounce_store(VecEmitter& e, const AccessPtr& a, const x86::Vec& v, const St
   asmjit::Label lane = cc.newLabel();
   cc.bind(lane);
   cc.mov(t, x86::dword_ptr(buf, j, 2));
-  cc.mov(x86::dword_ptr(dst), t);
-  e.add_imm(dst, a.stride * 4);
+  if (a.dtype == DType::Bool)
+    cc.mov(x86::byte_ptr(dst), t.r8());
+  else
+    cc.mov(x86::dword_ptr(dst), t);
+  e.add_imm(dst, a.stride * element_bytes(a.dtype));
   cc.inc(j);
   if (step.tail)
     cc.cmp(j, step.count);
@@ -482,7 +502,40 @@ std::vector<NodeValue> emit_expr(VecEmitter& e, const ExprGraph& g, const ExprEn
       case ScalarOp::Sqrt: r.v = e.sqrt(arg(0)); break;
       case ScalarOp::GeluErf: r.v = e.gelu_erf(arg(0)); break;
       case ScalarOp::GeluTanh: r.v = e.gelu_tanh(arg(0)); break;
-      case ScalarOp::Cast: r = value[size_t(n.args[0])]; break;  // f32 -> f32 (check_expr)
+      case ScalarOp::Cast: {
+        const NodeValue& x = value[size_t(n.args[0])];
+        if (n.dtype == DType::Bool && !x.is_mask) {
+          r.m = e.cmp(x.v, e.zero(), VCmpImm::kNEQ_UQ);
+          r.is_mask = true;
+        } else if (n.dtype != DType::Bool && x.is_mask) {
+          r.v = e.select(x.m, e.konst(1.0f), e.zero());
+        } else {
+          r = x;  // f32 -> f32, bool -> bool
+        }
+        break;
+      }
+      case ScalarOp::Abs: r.v = e.abs(arg(0)); break;
+      case ScalarOp::Log: r.v = e.log_libm(arg(0)); break;
+      case ScalarOp::Eq:
+      case ScalarOp::Lt:
+      case ScalarOp::Le: {
+        const VCmpImm pred = n.op == ScalarOp::Eq ? VCmpImm::kEQ_OQ : n.op == ScalarOp::Lt ? VCmpImm::kLT_OQ : VCmpImm::kLE_OQ;
+        r.m = e.cmp(arg(0), arg(1), pred);
+        r.is_mask = true;
+        break;
+      }
+      case ScalarOp::And:
+      case ScalarOp::Or: {
+        const Mask& a = value[size_t(n.args[0])].m;
+        const Mask& b = value[size_t(n.args[1])].m;
+        r.m = n.op == ScalarOp::And ? e.mask_and(a, b) : e.mask_or(a, b);
+        r.is_mask = true;
+        break;
+      }
+      case ScalarOp::Not:
+        r.m = e.mask_not(value[size_t(n.args[0])].m);
+        r.is_mask = true;
+        break;
       case ScalarOp::Where: {
         const NodeValue& c = value[size_t(n.args[0])];
         Mask m = c.is_mask ? c.m : e.cmp(c.v, e.zero(), VCmpImm::kNEQ_UQ);
@@ -498,6 +551,17 @@ void emit_stores(VecEmitter& e, const ExprGraph& g, const ExprEnv& env, const st
                  const Step& step) {
   for (const ExprGraph::Store& s : g.stores) {
     const AccessPtr& a = env.access[size_t(s.access)];
+    if (a.dtype == DType::Bool) {  // bytes 0 / 1: through the bounce slot (no byte-granular vector store on AVX2)
+      const x86::Vec ones = e.mask_to_ones(values[size_t(s.node)].m);
+      if (env.column0) {
+        x86::Gp t = e.cc.newGpd();
+        e.cc.vmovd(t, ones.xmm());
+        e.cc.mov(x86::byte_ptr(a.ptr), t.r8());
+      } else {
+        bounce_store(e, a, ones, step);
+      }
+      continue;
+    }
     const x86::Vec& v = values[size_t(s.node)].v;
     if (env.column0)
       e.cc.vmovss(x86::dword_ptr(a.ptr), v.xmm());

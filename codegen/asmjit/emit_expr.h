@@ -88,6 +88,9 @@ class VecEmitter {
   x86::Vec select(const Mask& m, const x86::Vec& t, const x86::Vec& f);
   Mask mask_or(const Mask& a, const Mask& b);
   Mask mask_and(const Mask& a, const Mask& b);
+  Mask mask_not(const Mask& a);
+  /// 1 in the dword lanes of m, 0 elsewhere.
+  x86::Vec mask_to_ones(const Mask& m);
   /// Lanes whose int32 is in [0, bound).
   Mask in_range(const x86::Vec& ints, int64_t bound);
   /// Lanes whose dword is not zero.
@@ -124,6 +127,8 @@ class VecEmitter {
   x86::Vec max_nan(const x86::Vec& a, const x86::Vec& b, bool is_max);
   /// libm's powf per lane (the documented exception: no vector form keeps pow's special cases).
   x86::Vec pow_libm(const x86::Vec& a, const x86::Vec& b);
+  /// libm's logf per lane (as the static kernel and the llvm backend call it).
+  x86::Vec log_libm(const x86::Vec& a);
 
   // ---- integer helpers on 64-bit registers ----
   void add_imm(const x86::Gp& r, int64_t v);
@@ -149,7 +154,8 @@ struct AccessPtr {
   DType dtype = DType::F32;
 };
 
-/// The value of one expression node: a vector, or a mask (bool loads).
+/// The value of one expression node: a vector, or a mask (bool values: loads, comparisons,
+/// logic).
 struct NodeValue {
   x86::Vec v;
   Mask m;

@@ -149,4 +149,30 @@ x86::Vec VecEmitter::pow_libm(const x86::Vec& a, const x86::Vec& b) {
   return r;
 }
 
+x86::Vec VecEmitter::log_libm(const x86::Vec& a) {
+  x86::Mem sa = stack(bytes), sr = stack(bytes);
+  cc.vmovups(sa, a);
+  x86::Gp pa = gp(), pr = gp(), j = gp();
+  cc.lea(pa, sa);
+  cc.lea(pr, sr);
+  cc.xor_(j, j);
+  asmjit::Label lane = cc.newLabel();
+  cc.bind(lane);
+  x86::Xmm xa = cc.newXmmSs(), xr = cc.newXmmSs();
+  cc.vmovss(xa, x86::dword_ptr(pa, j, 2));
+  asmjit::InvokeNode* call = nullptr;
+  float (*logf_fn)(float) = ::logf;
+  cc.invoke(&call, asmjit::Imm(reinterpret_cast<uint64_t>(logf_fn)),
+            asmjit::FuncSignatureT<float, float>(asmjit::CallConvId::kHost));
+  call->setArg(0, xa);
+  call->setRet(0, xr);
+  cc.vmovss(x86::dword_ptr(pr, j, 2), xr);
+  cc.inc(j);
+  cc.cmp(j, lanes);
+  cc.jb(lane);
+  x86::Vec r = vec();
+  cc.vmovups(r, sr);
+  return r;
+}
+
 }  // namespace fusor::asmjit_emit

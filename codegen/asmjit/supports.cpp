@@ -25,7 +25,8 @@ bool pointwise_supports(const KernelSpec& spec, std::string* why) {
     if (d < 0) return no(why, "a negative dim in the index space");
   if (spec.tasks < 1) return no(why, "tasks < 1");
   std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
-  if (!check_expr(spec, p.body, p.shape.size(), ExprRules{}, "", reads, writes, why)) return false;
+  const ExprRules rules{.acc = false, .row_stat = false, .stores = true, .bool_stores = true};
+  if (!check_expr(spec, p.body, p.shape.size(), rules, "", reads, writes, why)) return false;
   return check_buffer_use(reads, writes, why);
 }
 

@@ -26,6 +26,9 @@ namespace fusor::cuda_src {
 //                  as the CPU backends
 //   max / min      NaN-propagating (numpy's maximum/minimum), like the static kernels
 //   pow            x*x for a constant exponent 2, else powf (2 ulp)
+//   log            logf (1 ulp)
+//   bool values    1.f / 0.f (comparisons are IEEE: false with NaN), as loads of bool
+//                  buffers give them; a Cast to bool makes x != 0 into 1 / 0
 // So results differ from the CPU backends' table approximations (codegen/math_approx.h)
 // by a few ulp, and from the double interpreter by the same bounds.
 
@@ -290,6 +293,14 @@ std::vector<std::string> render_expr(const ExprGraph& g, const ExprEnv& env, std
       case ScalarOp::GeluTanh: r = "fusor_gelu_tanh(" + arg(0) + ")"; break;
       case ScalarOp::Cast: r = cast_expr(e.dtype, arg(0)); break;
       case ScalarOp::Where: r = "(" + arg(0) + " != 0.f) ? " + arg(1) + " : " + arg(2); break;
+      case ScalarOp::Abs: r = "fabsf(" + arg(0) + ")"; break;
+      case ScalarOp::Log: r = "logf(" + arg(0) + ")"; break;
+      case ScalarOp::Eq: r = "(" + arg(0) + " == " + arg(1) + ") ? 1.f : 0.f"; break;
+      case ScalarOp::Lt: r = "(" + arg(0) + " < " + arg(1) + ") ? 1.f : 0.f"; break;
+      case ScalarOp::Le: r = "(" + arg(0) + " <= " + arg(1) + ") ? 1.f : 0.f"; break;
+      case ScalarOp::And: r = "(" + arg(0) + " != 0.f && " + arg(1) + " != 0.f) ? 1.f : 0.f"; break;
+      case ScalarOp::Or: r = "(" + arg(0) + " != 0.f || " + arg(1) + " != 0.f) ? 1.f : 0.f"; break;
+      case ScalarOp::Not: r = "(" + arg(0) + " == 0.f) ? 1.f : 0.f"; break;
     }
     value[i] = env.prefix + std::to_string(i);
     out += indent + "const float " + value[i] + " = " + r + ";  // " + scalar_op_name(e.op) + "\n";

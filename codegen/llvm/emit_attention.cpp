@@ -41,11 +41,13 @@ Strides split(const StridedAccess& a, size_t r) {
   return {std::vector<int64_t>(a.strides.begin(), a.strides.begin() + std::ptrdiff_t(r)), a.strides[r], a.strides[r + 1]};
 }
 
-int64_t scratch_floats(const AttentionSpec& a, const AttentionTiling& t) {
-  const int64_t tk_pad = ceil_div(a.tk, t.qk.nr) * t.qk.nr;
-  return a.d * tk_pad + t.rows_per_task * tk_pad + a.tk * ceil_div(a.dv, t.pv.nr) * t.pv.nr +
+// The stack scratch of a task (floats) over tk keys.
+int64_t scratch_floats(const AttentionSpec& a, const AttentionTiling& t, int64_t tk) {
+  const int64_t tk_pad = ceil_div(tk, t.qk.nr) * t.qk.nr;
+  return a.d * tk_pad + t.rows_per_task * tk_pad + tk * ceil_div(a.dv, t.pv.nr) * t.pv.nr +
          std::max(t.qk.mr * t.qk.nr, t.pv.mr * t.pv.nr);
 }
+int64_t scratch_floats(const AttentionSpec& a, const AttentionTiling& t) { return scratch_floats(a, t, a.tk); }
 
 bool check(const KernelSpec& spec, std::string* why) {
   auto no = [&](const std::string& reason) {
@@ -53,8 +55,9 @@ bool check(const KernelSpec& spec, std::string* why) {
     return false;
   };
   if (spec.kind != KernelKind::Attention) return no("not an attention kernel");
-  if (spec.symbolic) return no("a symbolic attention kernel (its extents stay exact)");
   const AttentionSpec& a = spec.attention;
+  if (spec.symbolic && (a.tq != 0 || a.tk != 0))
+    return no("a symbolic attention kernel whose queries or keys are not both the run's extent");
   const size_t r = a.batch.size();
   for (const StridedAccess* x : {&a.q, &a.k, &a.v}) {
     if (x->buffer < 0 || size_t(x->buffer) >= spec.buffers.size()) return no("an operand buffer out of range");
@@ -62,7 +65,7 @@ bool check(const KernelSpec& spec, std::string* why) {
       return no("a " + std::string(dtype_name(x->dtype)) + " operand (only f32)");
     if (x->strides.size() != r + 2) return no("operand strides do not match the batch rank");
   }
-  if (a.tq < 1 || a.tk < 1 || a.d < 1 || a.dv < 1) return no("an empty dimension");
+  if ((!spec.symbolic && (a.tq < 1 || a.tk < 1)) || a.d < 1 || a.dv < 1) return no("an empty dimension");
   for (int64_t d : a.batch)
     if (d < 1) return no("an empty batch dim");
   std::vector<int> reads(spec.buffers.size(), 0), writes(spec.buffers.size(), 0);
@@ -71,7 +74,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   if (!check_expr(spec, a.epilogue, r + 2, ExprRules{true, false, true}, "epilogue: ", reads, writes, why)) return false;
   if (a.epilogue.stores.empty()) return no("an epilogue that stores nothing");
   if (!check_buffer_use(reads, writes, why)) return false;
-  if (scratch_floats(a, attention_tiling(spec, 16)) * 4 > kScratchBytes)
+  if (spec.symbolic ? attention_max_extent(spec) < 1 : scratch_floats(a, attention_tiling(spec, 16)) * 4 > kScratchBytes)
     return no("keys or head size too large for the stack scratch of a query block");
   return true;
 }
@@ -106,12 +109,26 @@ AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats) 
   const AttentionSpec& a = spec.attention;
   AttentionTiling t;
   t.batches = numel(a.batch);
-  t.rows_per_task = std::min<int64_t>(a.tq, 128);
-  while (t.batches * ceil_div(a.tq, t.rows_per_task) < 8 && t.rows_per_task > 8) t.rows_per_task = ceil_div(t.rows_per_task, 2);
-  t.row_blocks = ceil_div(a.tq, t.rows_per_task);
-  choose_tile(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(a.tk, nr); }, &t.qk);
+  // Symbolic: blocked for a typical length; the kernel counts the run's row blocks.
+  t.symbolic = spec.symbolic;
+  const int64_t tq = spec.symbolic ? kSymbolicTypicalM : a.tq, tk = spec.symbolic ? kSymbolicTypicalM : a.tk;
+  t.rows_per_task = std::min<int64_t>(tq, 128);
+  while (t.batches * ceil_div(tq, t.rows_per_task) < 8 && t.rows_per_task > 8) t.rows_per_task = ceil_div(t.rows_per_task, 2);
+  t.row_blocks = ceil_div(tq, t.rows_per_task);
+  choose_tile(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(tk, nr); }, &t.qk);
   choose_tile(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(a.dv, nr); }, &t.pv);
   return t;
+}
+
+int64_t attention_max_extent(const KernelSpec& spec) {
+  const AttentionTiling t = attention_tiling(spec, 16);  // the widest panels: the most scratch
+  int64_t lo = 0, hi = int64_t(1) << 20;  // the largest tk whose scratch fits (monotone in tk)
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (scratch_floats(spec.attention, t, mid) * 4 <= kScratchBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol, const AttentionTiling& t) {
@@ -121,7 +138,7 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
   const size_t r = a.batch.size();
   const Strides q = split(a.q, r), k = split(a.k, r), v = split(a.v, r);
   const int64_t nr1 = t.qk.nr, nr2 = t.pv.nr, mr1 = t.qk.mr, mr2 = t.pv.mr;
-  const int64_t p1 = ceil_div(a.tk, nr1), p2 = ceil_div(a.dv, nr2), tk_pad = p1 * nr1, rows = t.rows_per_task;
+  const int64_t p2 = ceil_div(a.dv, nr2), rows = t.rows_per_task;
   std::ostringstream os;
   os << spec_comment(spec) << "; " << t.str() << "\n\n";
 
@@ -131,25 +148,35 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
   b1.step = nr1;
   b2.ks = a.tk;
   b2.step = nr2;
+  b2.runtime_ks = t.symbolic;  // P·V runs over the run's keys
   os << emit_microkernel(symbol + ".qk", t.qk, b1, q.col) << "\n" << emit_microkernel(symbol + ".pv", t.pv, b2, 1) << "\n";
   std::vector<TileAccess> score_strides, epi_strides;
   for (const StridedAccess& x : a.score.accesses) score_strides.push_back({x.strides[r], x.strides[r + 1]});
   for (const StridedAccess& x : a.epilogue.accesses) epi_strides.push_back({x.strides[r], x.strides[r + 1]});
-  os << emit_tile_epilogue(symbol + ".score", a.score, score_strides, nr1, tk_pad) << "\n"
+  os << emit_tile_epilogue(symbol + ".score", a.score, score_strides, nr1, t.symbolic ? -1 : ceil_div(a.tk, nr1) * nr1) << "\n"
      << emit_tile_epilogue(symbol + ".epi", a.epilogue, epi_strides, nr2, 0) << "\n";
 
   IrText e("e");
   const std::vector<std::string> base = load_buffer_bases(e, spec.buffers.size());
-  e.line("%kpack = alloca float, i64 " + i64(a.d * tk_pad) + ", align 64");
-  e.line("%vpack = alloca float, i64 " + i64(a.tk * p2 * nr2) + ", align 64");
-  e.line("%s = alloca float, i64 " + i64(rows * tk_pad) + ", align 64");
+  // Queries and keys: compiled in, or (symbolic) both the run's extent.
+  const std::string tq_s = t.symbolic ? load_symbolic_extent(e, spec.buffers.size()) : i64(a.tq);
+  const std::string tk_s = t.symbolic ? tq_s : i64(a.tk);
+  const std::string p1 = t.symbolic ? e.op("udiv i64 " + e.op("add i64 " + tk_s + ", " + i64(nr1 - 1)) + ", " + i64(nr1))
+                                    : i64(ceil_div(a.tk, nr1));
+  const std::string tk_pad = t.symbolic ? e.op("mul i64 " + p1 + ", " + i64(nr1)) : i64(ceil_div(a.tk, nr1) * nr1);
+  const std::string row_blocks =
+      t.symbolic ? e.op("udiv i64 " + e.op("add i64 " + tq_s + ", " + i64(rows - 1)) + ", " + i64(rows)) : i64(t.row_blocks);
+  auto times = [&](const std::string& x, int64_t c) { return t.symbolic ? e.op("mul i64 " + x + ", " + i64(c)) : i64(std::stoll(x) * c); };
+  e.line("%kpack = alloca float, i64 " + times(tk_pad, a.d) + ", align 64");
+  e.line("%vpack = alloca float, i64 " + times(tk_s, p2 * nr2) + ", align 64");
+  e.line("%s = alloca float, i64 " + times(tk_pad, rows) + ", align 64");
   e.line("%tile = alloca float, i64 " + i64(std::max(mr1 * nr1, mr2 * nr2)) + ", align 64");
 
   // The task: batch index and row block; its base pointers.
   IrText tk("t");
-  std::string bflat = tk.op("udiv i64 %t, " + i64(t.row_blocks));
-  std::string r0 = tk.op("mul i64 " + tk.op("urem i64 %t, " + i64(t.row_blocks)) + ", " + i64(rows));
-  std::string left = tk.op("sub i64 " + i64(a.tq) + ", " + r0);
+  std::string bflat = tk.op("udiv i64 %t, " + row_blocks);
+  std::string r0 = tk.op("mul i64 " + tk.op("urem i64 %t, " + row_blocks) + ", " + i64(rows));
+  std::string left = tk.op("sub i64 " + tq_s + ", " + r0);
   std::string nrows = tk.op("select i1 " + tk.op("icmp sgt i64 " + left + ", " + i64(rows)) + ", i64 " + i64(rows) +
                             ", i64 " + left);
   std::vector<std::string> bidx = split_index(tk, bflat, a.batch);
@@ -176,25 +203,27 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
   std::string qrow0 = tk.op("getelementptr float, ptr " + qb + ", i64 " + tk.op("mul i64 " + r0 + ", " + i64(q.row)));
 
   // 1. Pack K and V panels.
-  auto pack_loop = [&](const std::string& name, const std::string& var, int64_t panels, int64_t nr, const std::string& src,
-                       int64_t s_k, int64_t s_n, int64_t kk, int64_t n, const std::string& dst) {
+  auto pack_loop = [&](const std::string& name, const std::string& var, const std::string& panels, int64_t nr,
+                       const std::string& src, int64_t s_k, int64_t s_n, const std::string& kk, const std::string& n,
+                       const std::string& dst) {
     IrText b(name + "_");
     std::string c0 = b.op("mul i64 " + var + ", " + i64(nr));
-    std::string cols = b.op("sub i64 " + i64(n) + ", " + c0);
+    std::string cols = b.op("sub i64 " + n + ", " + c0);
     cols = b.op("select i1 " + b.op("icmp sgt i64 " + cols + ", " + i64(nr)) + ", i64 " + i64(nr) + ", i64 " + cols);
     std::string from = b.op("getelementptr float, ptr " + src + ", i64 " + b.op("mul i64 " + c0 + ", " + i64(s_n)));
-    std::string to = b.op("getelementptr inbounds float, ptr " + dst + ", i64 " + b.op("mul i64 " + var + ", " + i64(kk * nr)));
-    b.line("call void @fusor_rt_pack_panel(ptr " + from + ", i64 " + i64(s_k) + ", i64 " + i64(s_n) + ", i64 " + i64(kk) +
+    std::string block = b.op("mul i64 " + kk + ", " + i64(nr));
+    std::string to = b.op("getelementptr inbounds float, ptr " + dst + ", i64 " + b.op("mul i64 " + var + ", " + block));
+    b.line("call void @fusor_rt_pack_panel(ptr " + from + ", i64 " + i64(s_k) + ", i64 " + i64(s_n) + ", i64 " + kk +
            ", i64 " + cols + ", i64 " + i64(nr) + ", ptr " + to + ")");
-    return loop(name, var, "0", i64(panels), b.text());
+    return loop(name, var, "0", panels, b.text());
   };
-  std::string body = pack_loop("pk", "%pk", p1, nr1, kb, k.row, k.col, a.d, a.tk, "%kpack") +
-                     pack_loop("pv", "%pv", p2, nr2, vb, v.row, v.col, a.tk, a.dv, "%vpack");
+  std::string body = pack_loop("pk", "%pk", p1, nr1, kb, k.row, k.col, i64(a.d), tk_s, "%kpack") +
+                     pack_loop("pv", "%pv", i64(p2), nr2, vb, v.row, v.col, tk_s, i64(a.dv), "%vpack");
 
   // 2./4. Tiles: rows tiles of mr, panels of nr, the micro-kernel then its epilogue.
-  auto tiles = [&](const std::string& name, const TileShape& ts, int64_t panels, int64_t ncols,
+  auto tiles = [&](const std::string& name, const TileShape& ts, const std::string& panels, const std::string& ncols,
                    const std::function<std::string(IrText&, const std::string& row)>& a_row, const std::string& bpanels,
-                   int64_t kk, const std::string& epi, const std::vector<std::string>& ptrs,
+                   const std::string& kk, bool runtime_ks, const std::string& epi, const std::vector<std::string>& ptrs,
                    const std::vector<TileAccess>& strides, bool sink) {
     const std::string tv = "%" + name + "r", pv = "%" + name + "c";
     IrText in(name + "i_");
@@ -210,39 +239,42 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
       ap.push_back(a_row(in, rc));  // rows past the block re-read its last row (not stored)
     }
     std::string c0 = in.op("mul i64 " + pv + ", " + i64(ts.nr));
-    std::string cleft = in.op("sub i64 " + i64(ncols) + ", " + c0);
+    std::string cleft = in.op("sub i64 " + ncols + ", " + c0);
     std::string vcols = in.op("select i1 " + in.op("icmp sgt i64 " + cleft + ", " + i64(ts.nr)) + ", i64 " + i64(ts.nr) +
                               ", i64 " + cleft);
-    std::string bp = in.op("getelementptr inbounds float, ptr " + bpanels + ", i64 " + in.op("mul i64 " + pv + ", " + i64(kk * ts.nr)));
+    std::string bp = in.op("getelementptr inbounds float, ptr " + bpanels + ", i64 " +
+                           in.op("mul i64 " + pv + ", " + in.op("mul i64 " + kk + ", " + i64(ts.nr))));
     std::string call = "call void @" + symbol + "." + name + "(";
     for (const std::string& p : ap) call += "ptr " + p + ", ";
-    in.line(call + "ptr " + bp + ", ptr %tile)");
+    in.line(call + "ptr " + bp + ", ptr %tile" + (runtime_ks ? ", i64 " + kk : std::string()) + ")");
     std::string ecall = "call void @" + epi + "(ptr %tile, ";
+    const ExprGraph& eg = sink ? a.score : a.epilogue;  // whose accesses ptrs are (bool ones step by bytes)
     for (size_t x = 0; x < ptrs.size(); ++x) {
       std::string off = in.op("add i64 " + in.op("mul i64 " + row0 + ", " + i64(strides[x].row)) + ", " +
                               in.op("mul i64 " + c0 + ", " + i64(strides[x].col)));
-      ecall += "ptr " + in.op("getelementptr float, ptr " + ptrs[x] + ", i64 " + off) + ", ";
+      ecall += "ptr " + in.op("getelementptr " + access_type(eg.accesses[x]) + ", ptr " + ptrs[x] + ", i64 " + off) + ", ";
     }
     if (sink) {
-      std::string off = in.op("add i64 " + in.op("mul i64 " + row0 + ", " + i64(tk_pad)) + ", " + c0);
+      std::string off = in.op("add i64 " + in.op("mul i64 " + row0 + ", " + tk_pad) + ", " + c0);
       ecall += "ptr " + in.op("getelementptr inbounds float, ptr %s, i64 " + off) + ", ";
+      if (t.symbolic) ecall += "i64 " + tk_pad + ", ";  // the scratch's row stride
     }
     in.line(ecall + "i64 " + vrows + ", i64 " + vcols + ")");
     IrText hdr(name + "h_");
     std::string count = hdr.op("udiv i64 " + hdr.op("add i64 " + nrows + ", " + i64(ts.mr - 1)) + ", " + i64(ts.mr));
-    return hdr.text() + loop(name + "R", tv, "0", count, loop(name + "C", pv, "0", i64(panels), in.text()));
+    return hdr.text() + loop(name + "R", tv, "0", count, loop(name + "C", pv, "0", panels, in.text()));
   };
   body += tiles(
-      "qk", t.qk, p1, a.tk,
+      "qk", t.qk, p1, tk_s,
       [&](IrText& ir, const std::string& row) {
         return ir.op("getelementptr float, ptr " + qrow0 + ", i64 " + ir.op("mul i64 " + row + ", " + i64(q.row)));
       },
-      "%kpack", a.d, symbol + ".score", sb, score_strides, true);
+      "%kpack", i64(a.d), false, symbol + ".score", sb, score_strides, true);
 
   // 3. Softmax of each row of S, in place.
   {
     IrText h("sm_");
-    std::string row = h.op("getelementptr inbounds float, ptr %s, i64 " + h.op("mul i64 %smr, " + i64(tk_pad)));
+    std::string row = h.op("getelementptr inbounds float, ptr %s, i64 " + h.op("mul i64 %smr, " + tk_pad));
     // max (NaN as -inf, so the max is vmaxps-able; a NaN reaches the row through exp below)
     IrText m("mx_");
     std::string x = m.op("load float, ptr " + m.op("getelementptr inbounds float, ptr " + row + ", i64 %mxj") + ", align 4");
@@ -253,7 +285,7 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
                            "  %mxj = phi i64 [ 0, %mxl.pre ], [ %mxj.next, %mxl.head ]\n"
                            "  %mx = phi float [ 0xFFF0000000000000, %mxl.pre ], [ %mx.new, %mxl.head ]\n" +
                            m.text() + "  %mxj.next = add nuw nsw i64 %mxj, 1\n  %mxl.more = icmp slt i64 %mxj.next, " +
-                           i64(a.tk) + "\n  br i1 %mxl.more, label %mxl.head, label %mxl.exit\nmxl.exit:\n";
+                           tk_s + "\n  br i1 %mxl.more, label %mxl.head, label %mxl.exit\nmxl.exit:\n";
     IrText sm("ex_");
     std::string p = sm.op("getelementptr inbounds float, ptr " + row + ", i64 %exj");
     std::string y = sm.op("load float, ptr " + p + ", align 4");
@@ -264,21 +296,21 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
                            "  %exj = phi i64 [ 0, %exl.pre ], [ %exj.next, %exl.head ]\n"
                            "  %sum = phi float [ 0.0, %exl.pre ], [ %sum.new, %exl.head ]\n" +
                            sm.text() + "  %exj.next = add nuw nsw i64 %exj, 1\n  %exl.more = icmp slt i64 %exj.next, " +
-                           i64(a.tk) + "\n  br i1 %exl.more, label %exl.head, label %exl.exit\nexl.exit:\n";
+                           tk_s + "\n  br i1 %exl.more, label %exl.head, label %exl.exit\nexl.exit:\n";
     IrText nm("nm_");
     std::string inv = "%inv";
     std::string q2 = nm.op("getelementptr inbounds float, ptr " + row + ", i64 %nmj");
     nm.line("store float " + nm.fmul(nm.op("load float, ptr " + q2 + ", align 4"), inv) + ", ptr " + q2 + ", align 4");
-    std::string norm = "  %inv = fdiv float 1.0, %sum.new\n" + loop("nml", "%nmj", "0", i64(a.tk), nm.text());
+    std::string norm = "  %inv = fdiv float 1.0, %sum.new\n" + loop("nml", "%nmj", "0", tk_s, nm.text());
     body += loop("sml", "%smr", "0", nrows, h.text() + max_loop + exp_loop + norm);
   }
 
   body += tiles(
-      "pv", t.pv, p2, a.dv,
+      "pv", t.pv, i64(p2), i64(a.dv),
       [&](IrText& ir, const std::string& row) {
-        return ir.op("getelementptr inbounds float, ptr %s, i64 " + ir.op("mul i64 " + row + ", " + i64(tk_pad)));
+        return ir.op("getelementptr inbounds float, ptr %s, i64 " + ir.op("mul i64 " + row + ", " + tk_pad));
       },
-      "%vpack", a.tk, symbol + ".epi", eb, epi_strides, false);
+      "%vpack", tk_s, t.symbolic, symbol + ".epi", eb, epi_strides, false);
 
   os << "define void @" << symbol << "(ptr %buffers, i64 %task_begin, i64 %task_end) #0 {\nentry:\n" << e.text()
      << loop("task", "%t", "%task_begin", "%task_end", tk.text() + body) << "  ret void\n}\n\n"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "codegen/kernel_spec.h"
+#include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/emit_tile.h"
 
 namespace fusor {
@@ -18,6 +19,9 @@ struct AttentionTiling {
   int64_t rows_per_task = 0;   ///< query rows of one task
   int64_t row_blocks = 0;      ///< tasks per batch index
   int64_t batches = 1;
+  /// Queries and keys are both the run's extent (Note [Symbolic kernels]): row_blocks is
+  /// that of kSymbolicTypicalM, the kernel counts the run's.
+  bool symbolic = false;
   int64_t tasks() const { return batches * row_blocks; }
   /// One line for dumps.
   std::string str() const;
@@ -30,6 +34,11 @@ bool attention_supports(const KernelSpec& spec, std::string* why);
 
 /// The blocking for `spec` with vectors of `vector_floats` floats.
 AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats);
+
+/// The most keys (and queries) a symbolic attention kernel of `spec` serves: its stack
+/// scratch grows with them. A run at a longer length needs the exact kernel (which the
+/// same budget bounds) or the static kernels.
+int64_t attention_max_extent(const KernelSpec& spec);
 
 /// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` over
 /// [0, t.tasks()). Throws Error(Unsupported) when attention_supports(spec) is false.

@@ -9,7 +9,9 @@
 #include "codegen/index_math.h"
 #include "codegen/llvm/emit_expr.h"
 #include "codegen/llvm/emit_tile.h"
+#include "codegen/llvm/emit_winograd.h"
 #include "codegen/packing.h"
+#include "codegen/winograd.h"
 #include "ir/error.h"
 
 namespace fusor {
@@ -171,6 +173,15 @@ int64_t panels_for(const Form& f, int64_t nr) {
   return f.conv && !f.flat ? f.p.oh * ceil_div(f.p.ow, nr) : ceil_div(f.n, nr);
 }
 
+// Whether a convolution runs as Winograd F(2x2, 3x3) (Note [Winograd convolutions]): where
+// it applies, with enough channels on both sides to amortize the transforms and enough
+// tiles to fill a panel, and a transformed image of one 16-tile panel within the scratch.
+bool use_winograd(const KernelSpec& spec, const Form& f) {
+  const Conv2dParams& p = f.p;
+  return f.conv && !spec.symbolic && winograd_applies(spec.contraction) && p.c >= 16 && p.m >= 16 &&
+         winograd_tiles(p) >= 16 && winograd_scratch_bytes(p.c, 8, 16) <= kScratchBytes;
+}
+
 bool check(const KernelSpec& spec, std::string* why) {
   auto no = [&](const std::string& reason) {
     if (why) *why = reason;
@@ -215,7 +226,7 @@ std::string ContractionTiling::str() const {
     os << " tasks=" << tasks();
   os
      << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "")
-     << (conv_rows ? (direct ? (flat ? " conv-direct-flat" : " conv-direct") : " conv-packed") : "");
+     << (conv_rows ? (winograd ? " conv-winograd-2x2" : direct ? (flat ? " conv-direct-flat" : " conv-direct") : " conv-packed") : "");
   return os.str();
 }
 
@@ -234,6 +245,33 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   // The spec's B (GEMM B, conv weights) is packed by the runtime when constant; a 1x1 conv's
   // weights are read in place.
   t.prepack = spec.buffers[size_t(c.b.buffer)].constant && (f->conv || f->b_buf == c.b.buffer);
+  if (use_winograd(spec, *f)) {
+    // Rows: output channels; columns: output tiles, one panel per task (Note [Winograd
+    // convolutions]); more tasks by splitting the channel tiles.
+    const Conv2dParams& p = f->p;
+    const int64_t tiles = winograd_tiles(p);
+    auto panels = [&](int64_t nr) { return ceil_div(tiles, nr); };
+    TileShape shape;
+    choose_tile(vector_floats, p.m, panels, &shape);
+    while (shape.nv > 1 && winograd_scratch_bytes(p.c, shape.mr, shape.nr) > kScratchBytes)
+      choose_tile(vector_floats, p.m, panels, &shape, shape.nv - 1);
+    t.winograd = t.conv_rows = t.prepack = true;
+    t.direct = t.flat = false;
+    t.mr = shape.mr;
+    t.nv = shape.nv;
+    t.nr = shape.nr;
+    t.batches = p.n * p.group;
+    t.m_tiles = ceil_div(p.m, t.mr);
+    t.panels = panels(t.nr);
+    t.panels_per_chunk = 1;
+    t.tiles_per_chunk = t.m_tiles;
+    while (t.batches * t.panels * ceil_div(t.m_tiles, t.tiles_per_chunk) < 16 && t.tiles_per_chunk > 1)
+      t.tiles_per_chunk = ceil_div(t.tiles_per_chunk, 2);
+    t.tiles_per_chunk = ceil_div(t.m_tiles, ceil_div(t.m_tiles, t.tiles_per_chunk));
+    t.n_chunks = t.panels;
+    t.m_chunks = ceil_div(t.m_tiles, t.tiles_per_chunk);
+    return t;
+  }
   // Symbolic: tile and split for a typical m; the kernel counts the run's tiles.
   t.symbolic = spec.symbolic;
   const int64_t m = spec.symbolic ? kSymbolicTypicalM : f->m;
@@ -263,11 +301,15 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
     t.panels_per_chunk = t.panels;
     t.tiles_per_chunk = std::min(t.m_tiles, std::max<int64_t>(1, 128 / t.mr));
   }
-  // Enough tasks to balance a few cores: split the inner loop's range first.
+  // Enough tasks to balance a few cores, split along the outer loop first: the operand it
+  // walks is the one streamed (panels outer: B, the larger, e.g. the weights of a short
+  // sequence or a convolution's image), so each task streams its own part of it once and
+  // re-reads only the smaller operand, which stays in its core's L2.
   auto tasks = [&] { return t.batches * ceil_div(t.panels, t.panels_per_chunk) * ceil_div(t.m_tiles, t.tiles_per_chunk); };
   while (tasks() < 16) {
-    int64_t& first = t.panel_outer ? t.tiles_per_chunk : t.panels_per_chunk;
-    int64_t& second = t.panel_outer ? t.panels_per_chunk : t.tiles_per_chunk;
+    const bool tiles_first = !t.panel_outer;
+    int64_t& first = tiles_first ? t.tiles_per_chunk : t.panels_per_chunk;
+    int64_t& second = tiles_first ? t.panels_per_chunk : t.tiles_per_chunk;
     if (first > 1) {
       first = ceil_div(first, 2);
     } else if (second > 1) {
@@ -276,6 +318,9 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
       break;
     }
   }
+  // Chunks as even as uniform chunks can be (16 panels in 4 + 4 + 4 + 4, not 5 + 5 + 5 + 1).
+  t.panels_per_chunk = ceil_div(t.panels, ceil_div(t.panels, t.panels_per_chunk));
+  t.tiles_per_chunk = ceil_div(t.m_tiles, ceil_div(t.m_tiles, t.tiles_per_chunk));
   t.n_chunks = ceil_div(t.panels, t.panels_per_chunk);
   t.m_chunks = ceil_div(t.m_tiles, t.tiles_per_chunk);
   return t;
@@ -287,6 +332,17 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   const ContractionSpec& c = spec.contraction;
   const Form f = *make_form(spec, &why);
   const Conv2dParams& p = f.p;
+  if (t.winograd) {
+    WinogradOperands ops;
+    ops.image = f.b_buf;
+    ops.image_offset = f.b_off;
+    ops.image_batch = f.b_batch;
+    ops.sc = f.sc;
+    ops.sy = f.sy;
+    ops.weights = c.b.buffer;
+    for (const EpiAccess& a : f.epi) ops.epi.push_back({a.batch, a.row, a.col});
+    return emit_winograd_ir(spec, symbol, t, ops);
+  }
   const int64_t mr = t.mr, nr = t.nr, kk = f.k;
   const ExprGraph& epi = c.epilogue;
   std::ostringstream os;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "codegen/kernel_spec.h"
+#include "codegen/packing.h"
 
 namespace fusor {
 
@@ -21,6 +22,9 @@ struct ContractionTiling {
   bool conv_rows = false;       ///< a convolution by output rows (not the 1x1 GEMM form)
   bool direct = false;          ///< conv_rows: pixels loaded from the image, masked per tap
   bool flat = false;            ///< direct: panels of consecutive pixels across output rows
+  /// Winograd F(2x2, 3x3) (emit_winograd.h): panels of NR output tiles; the packed weights
+  /// are transformed (PackKind::WinogradWeights, width mr).
+  bool winograd = false;
   bool prepack = false;         ///< the spec's B (GEMM B, conv weights) is constant and packed
                                 ///< once by the runtime (codegen/packing.h)
   bool panel_outer = true;      ///< inside a task: panels outer, tiles inner (else the reverse)
@@ -60,5 +64,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
 
 /// The width of the packed layout (codegen/packing.h): NR for a GEMM's B, MR for conv weights.
 inline int64_t prepack_width(const ContractionTiling& t) { return t.conv_rows ? t.mr : t.nr; }
+/// The kind of the packed layout.
+inline PackKind prepack_kind(const ContractionTiling& t) { return t.winograd ? PackKind::WinogradWeights : PackKind::Panels; }
 
 }  // namespace fusor

@@ -17,7 +17,9 @@ namespace fusor::llvm_ir {
 // strided (gathered) load. The math is branch-free (select, not br) and IEEE: no fast-math
 // flags; the approximations use llvm.fmuladd, which LLVM fuses where the target has FMA,
 // exactly as codegen/static/math.h uses fmadd, so both backends compute the same floats on
-// an FMA host.
+// an FMA host. Bool values (Note [Expression types] in codegen/expr_check.cpp) are i1:
+// loaded from i8 as != 0, made by fcmp (ordered: false with NaN) and and/or/xor, selected
+// on, stored zero-extended to i8.
 
 namespace {
 
@@ -166,6 +168,7 @@ declare float @llvm.fabs.f32(float)
 declare float @llvm.copysign.f32(float, float)
 declare float @llvm.sqrt.f32(float)
 declare float @llvm.pow.f32(float, float)
+declare float @llvm.log.f32(float)
 declare double @llvm.sqrt.f64(double)
 )";
 
@@ -237,7 +240,19 @@ std::vector<std::string> emit_expr(const ExprGraph& g, const ExprEnv& env, IrTex
       case ScalarOp::Sqrt: r = body.call1("llvm.sqrt.f32", arg(0)); break;
       case ScalarOp::GeluErf: r = gelu_erf_f32(body, arg(0)); break;
       case ScalarOp::GeluTanh: r = gelu_tanh_f32(body, arg(0)); break;
-      case ScalarOp::Cast: r = arg(0); break;  // f32 -> f32 (check_expr)
+      case ScalarOp::Cast:
+        if (e.dtype == DType::Bool && !node_is_bool(g, e.args[0])) r = body.fcmp("une", arg(0), lit(0.0f));
+        else if (e.dtype != DType::Bool && node_is_bool(g, e.args[0])) r = body.select(arg(0), lit(1.0f), lit(0.0f));
+        else r = arg(0);  // f32 -> f32, bool -> bool
+        break;
+      case ScalarOp::Abs: r = body.fabs(arg(0)); break;
+      case ScalarOp::Log: r = body.call1("llvm.log.f32", arg(0)); break;  // logf, as the static kernel
+      case ScalarOp::Eq: r = body.fcmp("oeq", arg(0), arg(1)); break;
+      case ScalarOp::Lt: r = body.fcmp("olt", arg(0), arg(1)); break;
+      case ScalarOp::Le: r = body.fcmp("ole", arg(0), arg(1)); break;
+      case ScalarOp::And: r = body.op("and i1 " + arg(0) + ", " + arg(1)); break;
+      case ScalarOp::Or: r = body.op("or i1 " + arg(0) + ", " + arg(1)); break;
+      case ScalarOp::Not: r = body.op("xor i1 " + arg(0) + ", true"); break;
       case ScalarOp::Where: {
         std::string c = node_is_bool(g, e.args[0]) ? arg(0) : body.fcmp("une", arg(0), lit(0.0f));
         r = body.select(c, arg(1), arg(2));
@@ -252,7 +267,10 @@ void emit_stores(const ExprGraph& g, const ExprEnv& env, const std::vector<std::
   for (const ExprGraph::Store& s : g.stores) {
     const StridedAccess& a = g.accesses[size_t(s.access)];
     std::string ptr = element_ptr(body, a, env.access_ptr[size_t(s.access)], env.index);
-    body.line("store float " + values[size_t(s.node)] + ", ptr " + ptr + ", align 4");
+    if (a.dtype == DType::Bool)
+      body.line("store i8 " + body.op("zext i1 " + values[size_t(s.node)] + " to i8") + ", ptr " + ptr + ", align 1");
+    else
+      body.line("store float " + values[size_t(s.node)] + ", ptr " + ptr + ", align 4");
   }
 }
 

@@ -368,7 +368,8 @@ struct Emitter {
     w.label("entry");
     const std::vector<int64_t> outer(r.shape.begin(), r.shape.end() - 1);
     // Symbolic: shape[0] is the run-time extent S, so rows = S * the other row dims.
-    const int64_t per_outer = numel(std::vector<int64_t>(outer.begin() + 1, outer.end()));
+    // (One row, e.g. a reduction of every axis: `outer` is empty and so is its tail.)
+    const int64_t per_outer = outer.empty() ? 1 : numel(std::vector<int64_t>(outer.begin() + 1, outer.end()));
     if ((!spec.symbolic && numel(outer) == 0) || per_outer == 0 || r.epilogue.stores.empty() ||
         (per_element(r.kind) && r.shape.back() == 0)) {
       w.line("ret void");

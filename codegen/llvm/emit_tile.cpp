@@ -29,7 +29,8 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
   for (int64_t i = 0; i < t.mr; ++i) os << "ptr noalias %a" << i << ", ";
   os << (br.masked_image ? (br.flat ? "ptr noalias %img, i64 %p0" : "ptr noalias %img, i64 %iy0, i64 %ix0")
                           : "ptr noalias %b")
-     << ", ptr noalias %tile) #1 {\nentry:\n" << kEntryValues << "  br label %seg\nseg:\n"
+     << ", ptr noalias %tile" << (br.runtime_ks ? ", i64 %ks" : "") << ") #1 {\nentry:\n" << kEntryValues
+     << "  br label %seg\nseg:\n"
      << "  %s = phi i64 [ 0, %entry ], [ %s.next, %seg.end ]\n";
   auto acc = [](int64_t i, int64_t v, const char* stage) {
     return "%acc." + std::to_string(i) + "." + std::to_string(v) + "." + stage;
@@ -40,6 +41,7 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
          << ", %seg.end ]\n";
   IrText sg("g");
   std::string seg_prefix;  // per-call values the segments use (emitted in the entry block)
+  FUSOR_ASSERT(!br.runtime_ks || br.segs == 1, "a run-time step count takes one segment");
   std::string aoff = sg.op("mul i64 %s, " + i64(br.ks * astep));
   std::vector<std::string> ap;
   for (int64_t i = 0; i < t.mr; ++i)
@@ -160,7 +162,8 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
       kb.line(acc(i, v, "n") + " = call " + vt + " @llvm.fma.v" + i64(t.vl) + "f32(" + vt + " " + splat + ", " + vt +
               " " + bv[size_t(v)] + ", " + vt + " " + acc(i, v, "k") + ")");
   }
-  os << kb.text() << "  %kk.next = add nuw nsw i64 %kk, 1\n  %kdone = icmp eq i64 %kk.next, " << br.ks
+  os << kb.text() << "  %kk.next = add nuw nsw i64 %kk, 1\n  %kdone = icmp eq i64 %kk.next, "
+     << (br.runtime_ks ? std::string("%ks") : i64(br.ks))
      << "\n  br i1 %kdone, label %seg.end, label %k\nseg.end:\n  %s.next = add nuw nsw i64 %s, 1\n"
      << "  %sdone = icmp eq i64 %s.next, " << br.segs << "\n  br i1 %sdone, label %exit, label %seg\nexit:\n";
   IrText st("w");
@@ -183,7 +186,7 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& graph, 
   std::ostringstream os;
   os << "define internal void @" << name << "(ptr noalias %tile, ";
   for (size_t x = 0; x < g.accesses.size(); ++x) os << "ptr noalias %p" << x << ", ";
-  if (sink_row_stride) os << "ptr noalias %sink, ";
+  if (sink_row_stride) os << "ptr noalias %sink, " << (sink_row_stride < 0 ? "i64 %sinkstride, " : "");
   os << "i64 %rows, i64 %cols) #1 {\nentry:\n  br label %outer\nouter:\n"
      << "  %o = phi i64 [ 0, %entry ], [ %o.next, %outer.end ]\n";
   IrText q("r"), hoisted("h"), body("v");
@@ -200,7 +203,8 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& graph, 
   std::vector<std::string> values = emit_expr(g, env, hoisted, body);
   emit_stores(g, env, values, body);
   if (sink_row_stride) {
-    std::string so = body.op("add i64 " + body.op("mul i64 %o, " + i64(sink_row_stride)) + ", %u");
+    const std::string stride = sink_row_stride < 0 ? std::string("%sinkstride") : i64(sink_row_stride);
+    std::string so = body.op("add i64 " + body.op("mul i64 %o, " + stride) + ", %u");
     std::string sp = body.op("getelementptr inbounds float, ptr %sink, i64 " + so);
     body.line("store float " + (values.empty() ? env.acc : values.back()) + ", ptr " + sp + ", align 4");
   }

@@ -34,6 +34,9 @@ struct BRead {
   /// p + (ky*dil_h - pad_t) * w + kx*dil_w - pad_l), each lane masked by its own row and column.
   bool flat = false;
   int64_t prefetch_floats = 0;   ///< packed panel: prefetch B this many floats ahead (0: none)
+  /// The steps are a run-time count: the micro-kernel takes a trailing `i64 %ks` (one
+  /// segment only; ks is then ignored). Symbolic attention's P·V, over the run's keys.
+  bool runtime_ks = false;
 };
 
 /// "<16 x float>".
@@ -41,7 +44,7 @@ std::string vec_type(int64_t vl);
 /// An integer as IR text.
 std::string i64(int64_t v);
 
-/// A micro-kernel @<name>(ptr %a0..., <B args>, ptr %tile). Row i's A element of segment s,
+/// A micro-kernel @<name>(ptr %a0..., <B args>, ptr %tile[, i64 %ks]). Row i's A element of segment s,
 /// step kk is at a_i + s * ks * astep + kk * astep; the tile is stored row-major [mr][nr].
 /// B args: `ptr %b` (a packed panel: (s * ks + kk) * nr + v * vl) or, for masked_image,
 /// `ptr %img, i64 %iy0, i64 %ix0` (the tap (ky, kx) reads the image at row iy0 + ky * dil_h,
@@ -58,7 +61,8 @@ struct TileAccess {
 /// `g` over the tile's valid [rows][cols] elements (rows outer, columns inner) with Acc =
 /// the tile element and %p<x> = access x at the tile's first element. With sink_row_stride,
 /// the graph's value (its last node, or Acc when it has none) is also stored to
-/// %sink + row * sink_row_stride + col.
+/// %sink + row * sink_row_stride + col; a negative sink_row_stride is a run-time one, the
+/// parameter `i64 %sinkstride` after %sink.
 std::string emit_tile_epilogue(const std::string& name, const ExprGraph& g, const std::vector<TileAccess>& strides,
                                int64_t nr, int64_t sink_row_stride);
 

@@ -96,7 +96,8 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       tiling = t.str();
       if (t.prepack) {
         const int64_t width = prepack_width(t);
-        kernel.prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, width), width});
+        const PackKind kind = prepack_kind(t);
+        kernel.prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, width, kind), width, kind});
       }
       break;
     }
@@ -104,6 +105,11 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       const AttentionTiling t = attention_tiling(spec, impl_->vector_floats);
       if (ir) *ir = emit_attention_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
+      if (t.symbolic) {  // batches x ceil(T / rows per task)
+        kernel.tasks_fixed = t.batches;
+        kernel.tasks_per = t.rows_per_task;
+        kernel.max_extent = attention_max_extent(spec);
+      }
       tiling = t.str();
       break;
     }

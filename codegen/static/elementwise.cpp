@@ -1,10 +1,10 @@
 // Static kernels of the pointwise operators: numpy-broadcasting binary and variadic
-// arithmetic, unary math, Cast and Where.
+// arithmetic, unary math and activations, Cast and Where.
 //
 // Note [Pointwise dtypes]
-// f32 is computed natively; i32/i64 natively for Add, Sub, Mul, Div, Max, Min, Relu and
-// Neg, with two's-complement wrap-around (no signed-overflow UB; INT_MIN / -1 = INT_MIN,
-// -INT_MIN = INT_MIN) and Div truncating toward zero, a zero divisor being an
+// f32 is computed natively; i32/i64 natively for Add, Sub, Mul, Div, Max, Min, Relu, Neg,
+// Abs and Clip, with two's-complement wrap-around (no signed-overflow UB; INT_MIN / -1 = INT_MIN,
+// -INT_MIN = |INT_MIN| = INT_MIN) and Div truncating toward zero, a zero divisor being an
 // InvalidArgument error. f16/bf16 inputs of every floating op are computed in blocks of
 // f32 (convert, compute, round back to nearest even); since f16/bf16 -> f32 is exact, the
 // result is the f32 kernel's result rounded once. Cast and Where take every dtype.
@@ -30,59 +30,6 @@ namespace fusor {
 namespace {
 
 using namespace static_kernels;
-
-// ---------------------------------------------------------------------------------------
-// Row iteration (Note [Broadcast loops])
-
-constexpr size_t kMaxOperands = 4;
-
-// Walks consecutive rows of a StridedLoop, keeping each operand's element offset.
-class RowCursor {
- public:
-  RowCursor(const StridedLoop& loop, int64_t row) : loop_(loop), idx_(loop.dims.size(), 0) {
-    FUSOR_ASSERT(loop.strides.size() <= kMaxOperands);
-    loop.row_offsets(row, off_);
-    for (size_t i = loop.dims.size() - 1; i-- > 0;) {
-      idx_[i] = row % loop.dims[i];
-      row /= loop.dims[i];
-    }
-  }
-  const int64_t* offsets() const { return off_; }
-  void next() {
-    const size_t ops = loop_.strides.size();
-    for (size_t i = loop_.dims.size() - 1; i-- > 0;) {
-      if (++idx_[i] < loop_.dims[i]) {
-        for (size_t k = 0; k < ops; ++k) off_[k] += loop_.strides[k][i];
-        return;
-      }
-      idx_[i] = 0;
-      for (size_t k = 0; k < ops; ++k) off_[k] -= loop_.strides[k][i] * (loop_.dims[i] - 1);
-    }
-  }
-
- private:
-  const StridedLoop& loop_;
-  std::vector<int64_t> idx_;
-  int64_t off_[kMaxOperands] = {};
-};
-
-// Calls fn(offsets, col, n) for every run of n consecutive inner elements starting at
-// column col, over all rows, split over threads.
-template <class Fn>
-void for_each_run(const StridedLoop& loop, Parallel& par, const Fn& fn) {
-  const int64_t inner = loop.inner(), total = loop.rows() * inner;
-  par.parallel_for(total, kElementGrain, [&](int64_t b, int64_t e) {
-    RowCursor cur(loop, b / inner);
-    int64_t col = b % inner;
-    while (b < e) {
-      int64_t n = std::min(inner - col, e - b);
-      fn(cur.offsets(), col, n);
-      b += n;
-      col = 0;
-      if (b < e) cur.next();
-    }
-  });
-}
 
 // ---------------------------------------------------------------------------------------
 // Element conversions
@@ -337,6 +284,40 @@ struct NegOp {
   }
 };
 
+struct AbsOp {
+  template <class T>
+  T operator()(T v) const {
+    if constexpr (std::is_integral_v<T>) return v < 0 ? T(Unsigned<T>(0) - Unsigned<T>(v)) : v;
+    else return std::fabs(v);
+  }
+};
+
+// min(max(v, lo), hi) with the NaN-propagating Max/Min; an absent bound is -inf / +inf (the
+// lowest / highest integer), which changes nothing.
+struct ClipOp {
+  float lo, hi;
+  int64_t lo_int, hi_int;
+  template <class T>
+  T operator()(T v) const {
+    if constexpr (std::is_integral_v<T>) return MinOp{}(MaxOp{}(v, T(lo_int)), T(hi_int));
+    else return MinOp{}(MaxOp{}(v, lo), hi);
+  }
+};
+
+// The activations in the order of operations the JIT lowering spells them in (codegen/lower.cpp),
+// with f32 constants, so fused and unfused runs compute the same floats.
+struct LeakyReluOp {
+  float alpha;
+  float operator()(float v) const { return v < 0.0f ? v * alpha : v; }
+};
+struct HardSigmoidOp {
+  float alpha, beta;
+  float operator()(float v) const { return MaxOp{}(MinOp{}(v * alpha + beta, 1.0f), 0.0f); }
+};
+struct HardSwishOp {
+  float operator()(float v) const { return v * MaxOp{}(MinOp{}(v * (1.0f / 6) + 0.5f, 1.0f), 0.0f); }
+};
+
 // The math.h functions as functors. always_inline: the GELU and erf bodies are big enough
 // that GCC would otherwise keep a call in the loop, and the loop would stay scalar.
 #define FUSOR_UNARY_FLOAT_OP(Name, expr)                                     \
@@ -350,6 +331,9 @@ FUSOR_UNARY_FLOAT_OP(ErfOp, erf_f32(v))
 FUSOR_UNARY_FLOAT_OP(GeluErfOp, gelu_erf_f32(v))
 FUSOR_UNARY_FLOAT_OP(GeluTanhOp, gelu_tanh_f32(v))
 FUSOR_UNARY_FLOAT_OP(SqrtOp, std::sqrt(v))
+FUSOR_UNARY_FLOAT_OP(ReciprocalOp, 1.0f / v)
+// Documented libm use (as Pow): logf, which the JIT backends call too.
+FUSOR_UNARY_FLOAT_OP(LogOp, std::log(v))
 #undef FUSOR_UNARY_FLOAT_OP
 
 // ---------------------------------------------------------------------------------------
@@ -524,6 +508,39 @@ void run_Tanh(StaticKernelArgs& a) { unary_kernel<false>(a, TanhOp{}); }
 void run_Sigmoid(StaticKernelArgs& a) { unary_kernel<false>(a, SigmoidOp{}); }
 void run_Exp(StaticKernelArgs& a) { unary_kernel<false>(a, ExpOp{}); }
 void run_Sqrt(StaticKernelArgs& a) { unary_kernel<false>(a, SqrtOp{}); }
+
+void run_Abs(StaticKernelArgs& a) { unary_kernel<true>(a, AbsOp{}); }
+void run_Reciprocal(StaticKernelArgs& a) { unary_kernel<false>(a, ReciprocalOp{}); }
+void run_Log(StaticKernelArgs& a) { unary_kernel<false>(a, LogOp{}); }
+
+void run_Clip(StaticKernelArgs& a) {
+  const float inf = std::numeric_limits<float>::infinity();
+  ClipOp op{-inf, inf, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  const bool ints = is_integer(a.in(0).dtype());
+  auto bound = [&](int i, const char* attr, float* f, int64_t* k) {
+    if (a.has(i)) {
+      const Tensor& t = a.in(i);
+      if (t.dtype() == DType::I64) *k = t.data<int64_t>()[0];
+      else if (t.dtype() == DType::I32) *k = t.data<int32_t>()[0];
+      else *f = float(t.at(0));
+    } else if (has_attr(a.node, attr)) {
+      *f = float(attr_float(a.node, attr));
+    }
+  };
+  bound(1, "min", &op.lo, &op.lo_int);
+  bound(2, "max", &op.hi, &op.hi_int);
+  if (ints && a.in(0).dtype() == DType::I32) {  // bounds past the i32 range clip nothing
+    op.lo_int = std::clamp<int64_t>(op.lo_int, INT32_MIN, INT32_MAX);
+    op.hi_int = std::clamp<int64_t>(op.hi_int, INT32_MIN, INT32_MAX);
+  }
+  unary_kernel<true>(a, op);
+}
+
+void run_LeakyRelu(StaticKernelArgs& a) { unary_kernel<false>(a, LeakyReluOp{float(attr_float(a.node, "alpha"))}); }
+void run_HardSigmoid(StaticKernelArgs& a) {
+  unary_kernel<false>(a, HardSigmoidOp{float(attr_float(a.node, "alpha")), float(attr_float(a.node, "beta"))});
+}
+void run_HardSwish(StaticKernelArgs& a) { unary_kernel<false>(a, HardSwishOp{}); }
 
 void run_Cast(StaticKernelArgs& a) {
   const Tensor& x = a.in(0);

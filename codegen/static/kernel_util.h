@@ -2,6 +2,7 @@
 // errors kernels raise. Internal to codegen/static.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -67,5 +68,59 @@ StridedLoop make_strided_loop(const Shape& out, const std::vector<Shape>& operan
 
 /// Grain (in elements) that keeps per-chunk work above a few microseconds.
 inline constexpr int64_t kElementGrain = 1 << 14;
+
+/// Most operands a StridedLoop walked by for_each_run may have.
+inline constexpr size_t kMaxOperands = 4;
+
+/// Walks consecutive rows of a StridedLoop, keeping each operand's element offset
+/// (Note [Broadcast loops] in elementwise.cpp).
+class RowCursor {
+ public:
+  RowCursor(const StridedLoop& loop, int64_t row) : loop_(loop), idx_(loop.dims.size(), 0) {
+    FUSOR_ASSERT(loop.strides.size() <= kMaxOperands);
+    loop.row_offsets(row, off_);
+    for (size_t i = loop.dims.size() - 1; i-- > 0;) {
+      idx_[i] = row % loop.dims[i];
+      row /= loop.dims[i];
+    }
+  }
+  /// Each operand's element offset at the start of the current row.
+  const int64_t* offsets() const { return off_; }
+  /// Moves to the next row.
+  void next() {
+    const size_t ops = loop_.strides.size();
+    for (size_t i = loop_.dims.size() - 1; i-- > 0;) {
+      if (++idx_[i] < loop_.dims[i]) {
+        for (size_t k = 0; k < ops; ++k) off_[k] += loop_.strides[k][i];
+        return;
+      }
+      idx_[i] = 0;
+      for (size_t k = 0; k < ops; ++k) off_[k] -= loop_.strides[k][i] * (loop_.dims[i] - 1);
+    }
+  }
+
+ private:
+  const StridedLoop& loop_;
+  std::vector<int64_t> idx_;
+  int64_t off_[kMaxOperands] = {};
+};
+
+/// Calls fn(offsets, col, n) for every run of n consecutive inner elements starting at
+/// column col, over all rows, split over threads in kElementGrain pieces.
+template <class Fn>
+void for_each_run(const StridedLoop& loop, Parallel& par, const Fn& fn) {
+  const int64_t inner = loop.inner(), total = loop.rows() * inner;
+  par.parallel_for(total, kElementGrain, [&](int64_t b, int64_t e) {
+    RowCursor cur(loop, b / inner);
+    int64_t col = b % inner;
+    while (b < e) {
+      int64_t n = std::min(inner - col, e - b);
+      fn(cur.offsets(), col, n);
+      b += n;
+      col = 0;
+      if (b < e) cur.next();
+    }
+  });
+}
 
 }  // namespace fusor::static_kernels

@@ -1,6 +1,7 @@
 // Static kernels of the layout and data-movement operators: Transpose, Reshape, Flatten,
-// Squeeze, Unsqueeze, Concat, Slice, Gather. They move bytes and never look at values, so
-// every dtype takes the same path: elements are copied by their byte size.
+// Squeeze, Unsqueeze, Concat, Slice, Gather, Split, Expand, Tile, Pad. They move bytes and
+// never look at values, so every dtype takes the same path: elements are copied by their
+// byte size.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -307,6 +308,100 @@ void run_Gather(StaticKernelArgs& args) {
         else std::memcpy(d, s, size_t(block));
       }
     });
+  });
+}
+
+}  // namespace fusor
+
+namespace fusor {
+
+void run_Split(StaticKernelArgs& args) {
+  const Tensor& x = args.in(0);
+  int axis;
+  std::vector<int64_t> sizes =
+      split_sizes(args.node, x.shape(), args.has(1) ? &args.in(1) : nullptr, int(args.outputs.size()), &axis);
+  const size_t elem = dtype_size(x.dtype());
+  const std::vector<int64_t> xs = x.shape().strides();
+  int64_t at = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    Tensor& y = args.out(int(k));
+    if (y.numel())
+      strided_copy(y.shape().dims(), xs, static_cast<const char*>(x.raw()) + at * xs[size_t(axis)] * int64_t(elem),
+                   static_cast<char*>(y.raw()), elem, args.parallel);
+    at += sizes[k];
+  }
+}
+
+void run_Expand(StaticKernelArgs& args) {
+  const Tensor& x = args.in(0);
+  Tensor& y = args.out();
+  if (y.numel() == 0) return;
+  strided_copy(y.shape().dims(), broadcast_strides(x.shape(), y.shape()), static_cast<const char*>(x.raw()),
+               static_cast<char*>(y.raw()), dtype_size(x.dtype()), args.parallel);
+}
+
+// Tile: the output [r0 * x0, r1 * x1, ...] read as [r0, x0, r1, x1, ...] with strides
+// [0, s0, 0, s1, ...] is one strided copy.
+void run_Tile(StaticKernelArgs& args) {
+  const Tensor& x = args.in(0);
+  Tensor& y = args.out();
+  if (y.numel() == 0) return;
+  const std::vector<int64_t> rep = int_vector(args.node, args.in(1), "repeats"), xs = x.shape().strides();
+  std::vector<int64_t> dims, strides;
+  for (int d = 0; d < x.rank(); ++d) {
+    dims.insert(dims.end(), {rep[size_t(d)], x.shape()[d]});
+    strides.insert(strides.end(), {0, xs[size_t(d)]});
+  }
+  strided_copy(dims, strides, static_cast<const char*>(x.raw()), static_cast<char*>(y.raw()), dtype_size(x.dtype()),
+               args.parallel);
+}
+
+// Pad: per axis, a map from output position to input position (-1: the constant), by the
+// mode; rows of the output are filled from their source rows through the inner axis's map.
+void run_Pad(StaticKernelArgs& args) {
+  const Tensor& x = args.in(0);
+  Tensor& y = args.out();
+  if (y.numel() == 0) return;
+  const PadParams p = pad_params(args.node, x.shape(), args.has(1) ? &args.in(1) : nullptr, args.has(3) ? &args.in(3) : nullptr);
+  const std::string& mode = attr_string(args.node, "mode");
+  const int r = x.rank();
+  std::vector<std::vector<int64_t>> map(static_cast<size_t>(r));
+  for (int d = 0; d < r; ++d) {
+    const int64_t n = x.shape()[d];
+    for (int64_t o = 0; o < p.out[d]; ++o) {
+      int64_t i = o - p.begin[size_t(d)];
+      if (i < 0 || i >= n) {
+        if (mode == "constant") i = -1;
+        else if (mode == "edge") i = i < 0 ? 0 : n - 1;
+        else if (mode == "wrap") i = ((i % n) + n) % n;
+        else i = i < 0 ? -i : 2 * (n - 1) - i;  // reflect (pads < n: one reflection suffices)
+      }
+      map[size_t(d)].push_back(i);
+    }
+  }
+  const size_t elem = dtype_size(x.dtype());
+  Tensor fill = Tensor::zeros(y.dtype(), Shape{1});
+  if (args.has(2)) std::memcpy(fill.raw(), args.in(2).raw(), elem);
+  else fill.set(0, attr_float(args.node, "value"));
+  const std::vector<int64_t> xs = x.shape().strides();
+  const int64_t inner = r ? p.out[r - 1] : 1, rows = y.numel() / inner;
+  const char* src = static_cast<const char*>(x.raw());
+  char* dst = static_cast<char*>(y.raw());
+  const char* value = static_cast<const char*>(fill.raw());
+  args.parallel.parallel_for(rows, std::max<int64_t>(1, kElementGrain / inner), [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      int64_t off = 0, rest = row;
+      for (int d = r - 2; d >= 0 && off >= 0; --d) {
+        const int64_t i = map[size_t(d)][size_t(rest % p.out[d])];
+        rest /= p.out[d];
+        off = i < 0 ? -1 : off + i * xs[size_t(d)];
+      }
+      char* out = dst + row * inner * int64_t(elem);
+      for (int64_t c = 0; c < inner; ++c) {
+        const int64_t i = r ? map[size_t(r - 1)][size_t(c)] : 0;
+        std::memcpy(out + c * int64_t(elem), off < 0 || i < 0 ? value : src + (off + i) * int64_t(elem), elem);
+      }
+    }
   });
 }
 

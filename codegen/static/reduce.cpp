@@ -1,4 +1,5 @@
-// Static kernels of the reductions: ReduceSum, ReduceMean and ReduceMax over any set of axes.
+// Static kernels of the reductions: ReduceSum, ReduceMean, ReduceMax and ReduceMin over any set
+// of axes.
 //
 // Note [Reduction plan]
 // The input's dims are canonicalised: size-1 dims dropped, adjacent dims that are both
@@ -12,8 +13,9 @@
 // Segment sizes depend only on the shapes, never on the thread count, so results are
 // bit-identical for every Parallel. Integers accumulate in 64 bits with wrap-around
 // (i32 results wrap modulo 2^32); integer ReduceMean truncates the sum / count toward zero.
-// f16/bf16 run the f32 kernel on converted copies (run_in_f32). ReduceMax uses the same
-// plan with max in place of + (accumulating in the element type, NaN propagating).
+// f16/bf16 run the f32 kernel on converted copies (run_in_f32). ReduceMax and ReduceMin use
+// the same plan with max / min in place of + (accumulating in the element type, NaN
+// propagating).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -72,31 +74,39 @@ int64_t product(const std::vector<Group>& g) {
   return p;
 }
 
-enum class Kind { Sum, Mean, Max };
+enum class Kind { Sum, Mean, Max, Min };
 
 // Accumulation per element type: double for float, wrapping 64-bit for integers; the
 // element type itself for max.
+constexpr bool is_extremum(Kind k) { return k == Kind::Max || k == Kind::Min; }
+
 template <class T, Kind K>
-using Acc = std::conditional_t<K == Kind::Max, T, std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>>;
+using Acc = std::conditional_t<is_extremum(K), T, std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>>;
 
 template <class T, Kind K>
 Acc<T, K> identity() {
-  if constexpr (K != Kind::Max) return 0;
-  else if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::lowest();
+  if constexpr (!is_extremum(K)) return 0;
+  else if constexpr (std::is_floating_point_v<T>)
+    return K == Kind::Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else return K == Kind::Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
 }
 
-// Combines two partial results (max propagates NaN).
+// Combines two partial results (max and min propagate NaN).
 template <class T, Kind K>
 Acc<T, K> combine(Acc<T, K> a, Acc<T, K> b) {
-  if constexpr (K != Kind::Max) return a + b;
-  else if constexpr (std::is_floating_point_v<T>) return a != a || b != b ? std::numeric_limits<T>::quiet_NaN() : (a > b ? a : b);
-  else return a > b ? a : b;
+  if constexpr (!is_extremum(K)) return a + b;
+  else if constexpr (std::is_floating_point_v<T>)
+    return a != a || b != b ? std::numeric_limits<T>::quiet_NaN() : K == Kind::Max ? (a > b ? a : b) : (a < b ? a : b);
+  else return K == Kind::Max ? (a > b ? a : b) : (a < b ? a : b);
 }
 
 template <class T, Kind K>
 Acc<T, K> run_reduce(const T* p, int64_t n) {
-  if constexpr (K == Kind::Max) {
+  if constexpr (K == Kind::Min) {
+    Acc<T, K> m = identity<T, K>();
+    for (int64_t i = 0; i < n; ++i) m = combine<T, K>(m, p[i]);
+    return m;
+  } else if constexpr (K == Kind::Max) {
     if constexpr (std::is_floating_point_v<T>) {
       int64_t nans = 0;
       for (int64_t i = 0; i < n; ++i) nans += p[i] != p[i];
@@ -118,7 +128,7 @@ Acc<T, K> run_reduce(const T* p, int64_t n) {
 template <class T, Kind K>
 void column_accumulate(Acc<T, K>* acc, const T* p, int64_t w) {
   for (int64_t j = 0; j < w; ++j) {
-    if constexpr (K == Kind::Max) acc[j] = combine<T, K>(acc[j], p[j]);
+    if constexpr (is_extremum(K)) acc[j] = combine<T, K>(acc[j], p[j]);
     else if constexpr (std::is_floating_point_v<T>) acc[j] += double(p[j]);
     else acc[j] += uint64_t(int64_t(p[j]));
   }
@@ -126,7 +136,7 @@ void column_accumulate(Acc<T, K>* acc, const T* p, int64_t w) {
 
 template <class T, Kind K>
 T finish(Acc<T, K> s, int64_t count) {
-  if constexpr (K == Kind::Max) {
+  if constexpr (is_extremum(K)) {
     return s;
   } else if constexpr (std::is_floating_point_v<T>) {
     return T(K == Kind::Mean ? s / double(count) : s);
@@ -294,5 +304,6 @@ void reduce_kernel(StaticKernelArgs& a) {
 void run_ReduceMean(StaticKernelArgs& a) { reduce_kernel<Kind::Mean>(a); }
 void run_ReduceSum(StaticKernelArgs& a) { reduce_kernel<Kind::Sum>(a); }
 void run_ReduceMax(StaticKernelArgs& a) { reduce_kernel<Kind::Max>(a); }
+void run_ReduceMin(StaticKernelArgs& a) { reduce_kernel<Kind::Min>(a); }
 
 }  // namespace fusor

@@ -1,5 +1,7 @@
 // Schemas of the pointwise operators: numpy-broadcasting binary/variadic arithmetic, unary
-// math, Cast and Where.
+// math and activations (Clip, LeakyRelu, HardSigmoid, HardSwish), Cast and Where.
+#include <cmath>
+
 #include "ir/op_schema.h"
 
 namespace fusor {
@@ -60,6 +62,37 @@ void infer_cast(InferContext& ctx) {
   ctx.set_output(0, t, ctx.input(0).shape);
 }
 
+// Clip(x, min, max): min and max are optional scalar inputs (opset 11+) of x's dtype, or
+// the opset-6 float attributes `min` / `max` (not both forms for one bound).
+void check_clip(const Node& n) {
+  for (const char* name : {"min", "max"})
+    if (has_attr(n, name) && std::isnan(attr_float(n, name)))
+      node_fail(n, ErrorCode::InvalidGraph, name, " is NaN");
+}
+
+void infer_clip(InferContext& ctx) {
+  expect_numeric(ctx, 0);
+  const char* names[] = {"", "min", "max"};
+  for (int i = 1; i < 3; ++i) {
+    if (!ctx.has_input(i)) continue;
+    if (has_attr(ctx.node(), names[i]))
+      ctx.fail(ErrorCode::InvalidGraph, names[i], " given both as attribute and as input ", i);
+    ctx.expect_same_dtype(0, i);
+    if (ctx.input(i).shape.numel() != 1 || ctx.input(i).shape.rank() > 1)
+      ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(i), " must be a scalar");
+  }
+  if ((has_attr(ctx.node(), "min") || has_attr(ctx.node(), "max")) && !is_floating(ctx.input(0).dtype))
+    ctx.fail(ErrorCode::DTypeMismatch, "the min/max attributes (opset 6) take a floating input, not ",
+             ctx.describe_input(0));
+  ctx.set_output(0, ctx.input(0).dtype, ctx.input(0).shape);
+}
+
+void check_alpha_finite(const Node& n) {
+  for (const AttrSpec& a : op_schema(n.op).attrs)
+    if (!std::isfinite(attr_float(n, a.name)))
+      node_fail(n, ErrorCode::InvalidGraph, a.name, " must be finite, got ", attr_float(n, a.name));
+}
+
 void infer_where(InferContext& ctx) {
   ctx.expect_dtype(0, DType::Bool);
   ctx.expect_same_dtype(1, 2);
@@ -89,6 +122,30 @@ const OpSchema kTanhSchema{"Tanh", 1, 1, 1, {}, nullptr, infer_unary_float};
 const OpSchema kSigmoidSchema{"Sigmoid", 1, 1, 1, {}, nullptr, infer_unary_float};
 const OpSchema kExpSchema{"Exp", 1, 1, 1, {}, nullptr, infer_unary_float};
 const OpSchema kSqrtSchema{"Sqrt", 1, 1, 1, {}, nullptr, infer_unary_float};
+const OpSchema kAbsSchema{"Abs", 1, 1, 1, {}, nullptr, infer_unary_numeric};
+const OpSchema kReciprocalSchema{"Reciprocal", 1, 1, 1, {}, nullptr, infer_unary_float};
+const OpSchema kLogSchema{"Log", 1, 1, 1, {}, nullptr, infer_unary_float};
+// min(max(x, min), max), NaN propagating (numpy's clip); a missing bound does not clip.
+const OpSchema kClipSchema{"Clip",
+                           1,
+                           3,
+                           1,
+                           {{"max", AttrType::Float, false, 0.0}, {"min", AttrType::Float, false, 0.0}},
+                           check_clip,
+                           infer_clip};
+// x < 0 ? alpha * x : x.
+const OpSchema kLeakyReluSchema{"LeakyRelu", 1, 1, 1, {{"alpha", AttrType::Float, false, 0.01}}, check_alpha_finite,
+                                infer_unary_float};
+// max(0, min(1, alpha * x + beta)).
+const OpSchema kHardSigmoidSchema{"HardSigmoid",
+                                  1,
+                                  1,
+                                  1,
+                                  {{"alpha", AttrType::Float, false, 0.2}, {"beta", AttrType::Float, false, 0.5}},
+                                  check_alpha_finite,
+                                  infer_unary_float};
+// x * max(0, min(1, x / 6 + 0.5)).
+const OpSchema kHardSwishSchema{"HardSwish", 1, 1, 1, {}, nullptr, infer_unary_float};
 
 // Cast's `to` is a fusor dtype name ("f16"), not ONNX's integer enum.
 const OpSchema kCastSchema{"Cast", 1, 1, 1, {{"to", AttrType::String, true, {}}}, check_cast, infer_cast};

@@ -1,6 +1,8 @@
 // Schemas of the layout and data-movement operators: Transpose, Reshape, Flatten, Squeeze,
-// Unsqueeze, Concat, Slice, Gather. Shape-defining inputs (Reshape's shape, Slice's
-// starts/ends/axes/steps, Squeeze/Unsqueeze's axes) must be constants.
+// Unsqueeze, Concat, Slice, Gather, Split, Expand, Tile, Pad. Shape-defining inputs
+// (Reshape's shape, Slice's starts/ends/axes/steps, Squeeze/Unsqueeze's axes, Split's
+// split, Expand's shape, Tile's repeats, Pad's pads and axes) must be constants when the
+// graph is traced (they usually are, or fold to constants from Shape).
 #include "ir/op_schema.h"
 #include "ir/ops/params.h"
 
@@ -23,10 +25,12 @@ void infer_reshape(InferContext& ctx) {
 
 void infer_flatten(InferContext& ctx) {
   const Shape& x = ctx.input(0).shape;
-  int axis;
-  if (!normalize_axis(attr_int(ctx.node(), "axis"), x.rank() + 1, &axis))
-    ctx.fail(ErrorCode::InvalidGraph, "axis ", attr_int(ctx.node(), "axis"), " is out of range for ",
-             ctx.describe_input(0));
+  // ONNX: axis in [-r, r], a negative one counting from the back (r + axis); r itself is
+  // allowed, so the range is not normalize_axis's.
+  const int64_t a = attr_int(ctx.node(), "axis");
+  if (a < -int64_t(x.rank()) || a > x.rank())
+    ctx.fail(ErrorCode::InvalidGraph, "axis ", a, " is out of range for ", ctx.describe_input(0));
+  const int axis = int(a < 0 ? a + x.rank() : a);
   int64_t outer = checked_numel(std::vector<int64_t>(x.dims().begin(), x.dims().begin() + axis), "Flatten");
   int64_t inner = checked_numel(std::vector<int64_t>(x.dims().begin() + axis, x.dims().end()), "Flatten");
   ctx.set_output(0, ctx.input(0).dtype, Shape{outer, inner});
@@ -102,6 +106,51 @@ void infer_gather(InferContext& ctx) {
   ctx.set_output(0, ctx.input(0).dtype, Shape(std::move(out)));
 }
 
+void infer_split(InferContext& ctx) {
+  const Tensor* split = ctx.has_input(1) ? &ctx.require_constant(1, "split") : nullptr;
+  int axis;
+  std::vector<int64_t> sizes = split_sizes(ctx.node(), ctx.input(0).shape, split, ctx.num_outputs(), &axis);
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    Shape out = ctx.input(0).shape;
+    out[axis] = sizes[size_t(i)];
+    ctx.set_output(i, ctx.input(0).dtype, std::move(out));
+  }
+}
+
+void check_split(const Node& n) {
+  if (has_attr(n, "num_outputs") && attr_int(n, "num_outputs") < 1)
+    node_fail(n, ErrorCode::InvalidGraph, "num_outputs must be >= 1, got ", attr_int(n, "num_outputs"));
+}
+
+void infer_expand(InferContext& ctx) {
+  ctx.set_output(0, ctx.input(0).dtype,
+                 expand_shape(ctx.node(), ctx.input(0).shape, ctx.require_constant(1, "shape")));
+}
+
+void infer_tile(InferContext& ctx) {
+  ctx.set_output(0, ctx.input(0).dtype, tile_shape(ctx.node(), ctx.input(0).shape, ctx.require_constant(1, "repeats")));
+}
+
+void check_pad(const Node& n) {
+  const std::string& m = attr_string(n, "mode");
+  if (m != "constant" && m != "reflect" && m != "edge" && m != "wrap")
+    node_fail(n, ErrorCode::InvalidGraph, "mode must be constant, reflect, edge or wrap, got \"", m, "\"");
+}
+
+void infer_pad(InferContext& ctx) {
+  const Node& n = ctx.node();
+  if (!ctx.has_input(1) && !has_attr(n, "pads")) ctx.fail(ErrorCode::InvalidGraph, "pads is missing (input 1 or attribute)");
+  const Tensor* pads = ctx.has_input(1) ? &ctx.require_constant(1, "pads") : nullptr;
+  if (ctx.has_input(2)) {
+    ctx.expect_same_dtype(0, 2);
+    if (ctx.input(2).shape.numel() != 1 || ctx.input(2).shape.rank() > 1)
+      ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(2), " (constant_value) must be a scalar");
+    if (has_attr(n, "value")) ctx.fail(ErrorCode::InvalidGraph, "value given both as attribute and as input 2");
+  }
+  const Tensor* axes = ctx.has_input(3) ? &ctx.require_constant(3, "axes") : nullptr;
+  ctx.set_output(0, ctx.input(0).dtype, pad_params(n, ctx.input(0).shape, pads, axes).out);
+}
+
 }  // namespace
 
 const OpSchema kTransposeSchema{"Transpose", 1, 1, 1, {{"perm", AttrType::Ints, false, std::vector<int64_t>{}}},
@@ -115,5 +164,35 @@ const OpSchema kUnsqueezeSchema{"Unsqueeze", 1, 2, 1, {{"axes", AttrType::Ints, 
 const OpSchema kConcatSchema{"Concat", 1, kVariadic, 1, {{"axis", AttrType::Int, true, {}}}, nullptr, infer_concat};
 const OpSchema kSliceSchema{"Slice", 3, 5, 1, {}, nullptr, infer_slice};
 const OpSchema kGatherSchema{"Gather", 2, 2, 1, {{"axis", AttrType::Int, false, 0}}, nullptr, infer_gather};
+
+}  // namespace fusor
+
+namespace fusor {
+
+// The sizes come from the `split` input (opset 13+), the `split` attribute (opset 11), the
+// `num_outputs` attribute (opset 18) or equal parts; one output per part.
+const OpSchema kSplitSchema{"Split",
+                            1,
+                            2,
+                            1,
+                            {{"axis", AttrType::Int, false, 0},
+                             {"num_outputs", AttrType::Int, false, 0},
+                             {"split", AttrType::Ints, false, std::vector<int64_t>{}}},
+                            check_split,
+                            infer_split,
+                            kVariadic};
+const OpSchema kExpandSchema{"Expand", 2, 2, 1, {}, nullptr, infer_expand};
+const OpSchema kTileSchema{"Tile", 2, 2, 1, {}, nullptr, infer_tile};
+// Pad(data, pads, constant_value, axes) (opset 18) or Pad(data) {pads, value} (opset 2);
+// modes constant, reflect, edge, wrap; negative pads crop.
+const OpSchema kPadSchema{"Pad",
+                          1,
+                          4,
+                          1,
+                          {{"mode", AttrType::String, false, "constant"},
+                           {"pads", AttrType::Ints, false, std::vector<int64_t>{}},
+                           {"value", AttrType::Float, false, 0.0}},
+                          check_pad,
+                          infer_pad};
 
 }  // namespace fusor

@@ -18,6 +18,8 @@ void pair_attr(const Node& n, const char* name, int64_t* a, int64_t* b) {
   *a = v[0];
   *b = v[1];
   if (*a < 1 || *b < 1) node_fail(n, ErrorCode::InvalidGraph, name, " must be >= 1, got ", Attribute(v).str());
+  if (*a > kMaxElements || *b > kMaxElements)
+    node_fail(n, ErrorCode::InvalidGraph, name, " must be <= ", kMaxElements, ", got ", Attribute(v).str());
 }
 
 // Resolves pads (explicit or auto_pad) for one 2-D window op. Returns the output size.
@@ -26,7 +28,10 @@ void resolve_window(const Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw,
                     int64_t* pr, int64_t* oh, int64_t* ow) {
   const std::string& ap = attr_string(n, "auto_pad");
   const auto& pads = attr_ints(n, "pads");
-  int64_t ekh = (kh - 1) * dh + 1, ekw = (kw - 1) * dw + 1;
+  // Every size below is at most a few times kMaxElements once these are checked (dims, pads,
+  // strides and dilations are each at most kMaxElements): no signed overflow.
+  const int64_t ekh = checked_size_add(n, checked_size_mul(n, kh - 1, dh, "dilations"), 1, "dilations");
+  const int64_t ekw = checked_size_add(n, checked_size_mul(n, kw - 1, dw, "dilations"), 1, "dilations");
   if (ap == "NOTSET") {
     if (!pads.empty() && pads.size() != 4)
       node_fail(n, ErrorCode::InvalidGraph, "pads has ", pads.size(), " values; a 2-D op needs 4");
@@ -36,6 +41,9 @@ void resolve_window(const Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw,
     *pr = pads.empty() ? 0 : pads[3];
     if (*pt < 0 || *pl < 0 || *pb < 0 || *pr < 0)
       node_fail(n, ErrorCode::InvalidGraph, "pads must be >= 0, got ", Attribute(pads).str());
+    for (int64_t v : {*pt, *pl, *pb, *pr})
+      if (v > kMaxElements)
+        node_fail(n, ErrorCode::InvalidGraph, "pads must be <= ", kMaxElements, ", got ", Attribute(pads).str());
   } else if (ap == "VALID") {
     *pt = *pl = *pb = *pr = 0;
   } else {  // SAME_UPPER / SAME_LOWER: output = ceil(in / stride)
@@ -48,10 +56,12 @@ void resolve_window(const Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw,
     *pl = upper ? tw / 2 : tw - tw / 2;
     *pr = tw - *pl;
   }
-  int64_t span_h = h + *pt + *pb - ekh, span_w = w + *pl + *pr - ekw;
+  const int64_t padded_h = checked_size_add(n, checked_size_add(n, h, *pt, "pads"), *pb, "pads");
+  const int64_t padded_w = checked_size_add(n, checked_size_add(n, w, *pl, "pads"), *pr, "pads");
+  int64_t span_h = padded_h - ekh, span_w = padded_w - ekw;
   if (span_h < 0 || span_w < 0)
     node_fail(n, ErrorCode::ShapeMismatch, "window ", kh, "x", kw, " (dilated ", ekh, "x", ekw,
-              ") is larger than the padded input ", h + *pt + *pb, "x", w + *pl + *pr);
+              ") is larger than the padded input ", padded_h, "x", padded_w);
   if (ceil_mode) {
     *oh = (span_h + sh - 1) / sh + 1;
     *ow = (span_w + sw - 1) / sw + 1;
@@ -142,7 +152,8 @@ Pool2dParams pool2d_params(const Node& n, const Shape& x) {
   p.count_include_pad = n.op == OpKind::AveragePool && attr_int(n, "count_include_pad") != 0;
   resolve_window(n, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, attr_int(n, "ceil_mode") != 0,
                  &p.pad_t, &p.pad_l, &p.pad_b, &p.pad_r, &p.oh, &p.ow);
-  if (p.pad_t >= p.kh * p.dil_h || p.pad_b >= p.kh * p.dil_h || p.pad_l >= p.kw * p.dil_w || p.pad_r >= p.kw * p.dil_w)
+  const int64_t wh = checked_size_mul(n, p.kh, p.dil_h, "dilations"), ww = checked_size_mul(n, p.kw, p.dil_w, "dilations");
+  if (p.pad_t >= wh || p.pad_b >= wh || p.pad_l >= ww || p.pad_r >= ww)
     node_fail(n, ErrorCode::InvalidGraph, "pads must be smaller than the window; some window would see only padding");
   return p;
 }
@@ -222,11 +233,13 @@ SliceParams slice_params(const Node& n, const Shape& x, const Tensor& starts_t, 
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      p.count[size_t(ax)] = e > s ? (e - s + step - 1) / step : 0;
+      p.count[size_t(ax)] = e > s ? 1 + (e - s - 1) / step : 0;  // (e - s + step - 1 overflows)
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      p.count[size_t(ax)] = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      // |step| in unsigned: -INT64_MIN is not an int64_t.
+      const uint64_t mag = uint64_t(0) - uint64_t(step);
+      p.count[size_t(ax)] = s > e ? int64_t(1 + uint64_t(s - e - 1) / mag) : 0;
     }
     p.start[size_t(ax)] = s;
     p.step[size_t(ax)] = step;
@@ -304,6 +317,157 @@ std::vector<int> unsqueeze_axes(const Node& n, int out_rank, const Tensor* axes_
   }
   std::sort(axes.begin(), axes.end());
   return axes;
+}
+
+int64_t checked_size_add(const Node& n, int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r) || r < 0 || r > kMaxElements)
+    node_fail(n, ErrorCode::InvalidGraph, what, ": size ", a, " + ", b, " is out of range [0, ", kMaxElements, "]");
+  return r;
+}
+
+int64_t checked_size_mul(const Node& n, int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || r < 0 || r > kMaxElements)
+    node_fail(n, ErrorCode::InvalidGraph, what, ": size ", a, " * ", b, " is out of range [0, ", kMaxElements, "]");
+  return r;
+}
+
+int node_axis(const Node& n, int64_t axis, int rank, const char* what) {
+  int ax;
+  if (!normalize_axis(axis, rank, &ax))
+    node_fail(n, ErrorCode::InvalidGraph, what, " ", axis, " is out of range for a rank ", rank, " input");
+  return ax;
+}
+
+Shape expand_shape(const Node& n, const Shape& x, const Tensor& shape_t) {
+  std::vector<int64_t> want = int_vector(n, shape_t, "shape");
+  for (int64_t d : want)
+    if (d < 0 || d > kMaxElements)
+      node_fail(n, ErrorCode::InvalidGraph, "shape ", Attribute(want).str(), " has dimension ", d, " out of range");
+  Shape out;
+  if (!broadcast_shapes(x, Shape(want), &out))
+    node_fail(n, ErrorCode::ShapeMismatch, "cannot expand ", x.str(), " to ", Attribute(want).str());
+  return out;
+}
+
+Shape tile_shape(const Node& n, const Shape& x, const Tensor& repeats_t) {
+  std::vector<int64_t> rep = int_vector(n, repeats_t, "repeats");
+  if (int(rep.size()) != x.rank())
+    node_fail(n, ErrorCode::ShapeMismatch, "repeats ", Attribute(rep).str(), " has ", rep.size(),
+              " values for a rank ", x.rank(), " input ", x.str());
+  std::vector<int64_t> out;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (rep[size_t(i)] < 0) node_fail(n, ErrorCode::InvalidGraph, "repeats ", Attribute(rep).str(), " has a negative value");
+    out.push_back(checked_size_mul(n, x[i], rep[size_t(i)], "repeats"));
+  }
+  return Shape(std::move(out));
+}
+
+PadParams pad_params(const Node& n, const Shape& x, const Tensor* pads_t, const Tensor* axes_t) {
+  const int r = x.rank();
+  std::vector<int64_t> pads = pads_t ? int_vector(n, *pads_t, "pads") : attr_ints(n, "pads");
+  if (pads_t && has_attr(n, "pads")) node_fail(n, ErrorCode::InvalidGraph, "pads given both as attribute and as input");
+  std::vector<int64_t> axes;
+  if (axes_t) {
+    axes = int_vector(n, *axes_t, "axes");
+  } else {
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+  }
+  if (pads.size() != 2 * axes.size())
+    node_fail(n, ErrorCode::ShapeMismatch, "pads has ", pads.size(), " values; ", axes.size(), " padded axes need ",
+              2 * axes.size());
+  PadParams p;
+  p.begin.assign(size_t(r), 0);
+  p.end.assign(size_t(r), 0);
+  std::vector<char> seen(size_t(r), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int ax = node_axis(n, axes[i], r, "axis");
+    if (seen[size_t(ax)]) node_fail(n, ErrorCode::InvalidGraph, "axis ", axes[i], " is repeated");
+    seen[size_t(ax)] = 1;
+    p.begin[size_t(ax)] = pads[i];
+    p.end[size_t(ax)] = pads[i + axes.size()];
+  }
+  const std::string& mode = attr_string(n, "mode");
+  std::vector<int64_t> out;
+  for (int i = 0; i < r; ++i) {
+    const int64_t b = p.begin[size_t(i)], e = p.end[size_t(i)], d = x[i];
+    if (b < -kMaxElements || b > kMaxElements || e < -kMaxElements || e > kMaxElements)
+      node_fail(n, ErrorCode::InvalidGraph, "pads ", Attribute(pads).str(), " has a value out of range");
+    // |b|, |e| and d are at most kMaxElements: the sum cannot overflow.
+    const int64_t size = d + b + e;
+    if (size < 0 || size > kMaxElements || -b > d || -e > d)
+      node_fail(n, ErrorCode::InvalidGraph, "pads ", Attribute(pads).str(), " give axis ", i, " of ", x.str(), " size ", size);
+    if ((b > 0 || e > 0) && mode != "constant") {
+      if (d == 0) node_fail(n, ErrorCode::InvalidGraph, "mode ", mode, " cannot pad the empty axis ", i, " of ", x.str());
+      if (mode == "reflect" && (b >= d || e >= d))
+        node_fail(n, ErrorCode::InvalidGraph, "mode reflect needs pads smaller than the axis: pads ", Attribute(pads).str(),
+                  " on ", x.str());
+    }
+    out.push_back(size);
+  }
+  p.out = Shape(std::move(out));
+  return p;
+}
+
+std::vector<int64_t> split_sizes(const Node& n, const Shape& x, const Tensor* split_t, int count, int* axis_out) {
+  const int axis = node_axis(n, attr_int(n, "axis"), x.rank(), "axis");
+  *axis_out = axis;
+  const int64_t dim = x[axis];
+  std::vector<int64_t> sizes;
+  if (split_t && has_attr(n, "split")) node_fail(n, ErrorCode::InvalidGraph, "split given both as attribute and as input");
+  if (split_t || has_attr(n, "split")) {
+    sizes = split_t ? int_vector(n, *split_t, "split") : attr_ints(n, "split");
+    if (int(sizes.size()) != count)
+      node_fail(n, ErrorCode::InvalidGraph, "split ", Attribute(sizes).str(), " has ", sizes.size(), " sizes for ", count,
+                " outputs");
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) node_fail(n, ErrorCode::InvalidGraph, "split ", Attribute(sizes).str(), " has a negative size");
+      total = checked_size_add(n, total, s, "split");
+    }
+    if (total != dim)
+      node_fail(n, ErrorCode::ShapeMismatch, "split ", Attribute(sizes).str(), " sums to ", total, " but axis ", axis,
+                " of ", x.str(), " is ", dim);
+    return sizes;
+  }
+  if (has_attr(n, "num_outputs")) {
+    const int64_t parts = attr_int(n, "num_outputs");
+    if (parts != count)
+      node_fail(n, ErrorCode::InvalidGraph, "num_outputs=", parts, " but the node has ", count, " outputs");
+    const int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0, left = dim; i < parts; ++i) {
+      sizes.push_back(std::min(chunk, left));
+      left -= sizes.back();
+    }
+    if (chunk * (parts - 1) >= dim && parts > 1)
+      node_fail(n, ErrorCode::ShapeMismatch, "num_outputs=", parts, " leaves an empty last chunk of axis ", axis, " of ",
+                x.str());
+    return sizes;
+  }
+  if (dim % count != 0)
+    node_fail(n, ErrorCode::ShapeMismatch, "axis ", axis, " of ", x.str(), " does not split into ", count,
+              " equal parts (give split or num_outputs)");
+  sizes.assign(size_t(count), dim / count);
+  return sizes;
+}
+
+Shape gather_nd_shape(const Node& n, const Shape& data, const Shape& indices) {
+  const int64_t b = attr_int(n, "batch_dims");
+  if (indices.rank() < 1) node_fail(n, ErrorCode::ShapeMismatch, "indices ", indices.str(), " must have rank >= 1");
+  if (b < 0 || b >= std::min(data.rank(), indices.rank()))
+    node_fail(n, ErrorCode::InvalidGraph, "batch_dims ", b, " must be in [0, min(rank(data), rank(indices)))");
+  for (int i = 0; i < int(b); ++i)
+    if (data[i] != indices[i])
+      node_fail(n, ErrorCode::ShapeMismatch, "batch dimension ", i, " differs: data ", data.str(), ", indices ",
+                indices.str());
+  const int64_t last = indices[-1];
+  if (last < 1 || last > data.rank() - b)
+    node_fail(n, ErrorCode::ShapeMismatch, "indices ", indices.str(), " index ", last, " dims of data ", data.str(),
+              " past batch_dims ", b);
+  std::vector<int64_t> out(indices.dims().begin(), indices.dims().end() - 1);
+  out.insert(out.end(), data.dims().begin() + b + last, data.dims().end());
+  return Shape(std::move(out));
 }
 
 }  // namespace fusor

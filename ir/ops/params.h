@@ -71,4 +71,39 @@ std::vector<int64_t> shape_op_dims(const Node& n, const Shape& x);
 /// Reads a constant integer vector (i32 or i64, rank 0 or 1).
 std::vector<int64_t> int_vector(const Node& n, const Tensor& t, const char* what);
 
+/// a + b and a * b of sizes computed from user attributes or constants, checked: throws
+/// InvalidGraph naming the node and `what` (the attribute or input) when the result
+/// overflows int64 or leaves [0, kMaxElements].
+int64_t checked_size_add(const Node& n, int64_t a, int64_t b, const char* what);
+int64_t checked_size_mul(const Node& n, int64_t a, int64_t b, const char* what);
+
+/// The output shape of Expand(x, shape): x and `shape` broadcast both ways (ONNX).
+Shape expand_shape(const Node& n, const Shape& x, const Tensor& shape);
+
+/// The output shape of Tile(x, repeats).
+Shape tile_shape(const Node& n, const Shape& x, const Tensor& repeats);
+
+/// A Pad resolved per axis of the input: elements added before and after (negative:
+/// removed), and the output shape.
+struct PadParams {
+  std::vector<int64_t> begin, end;
+  Shape out;
+};
+/// Resolves Pad's pads (the constant input, or the opset-2 `pads` attribute when the input
+/// is absent) and its optional axes input against input shape x; checks the mode's limits
+/// (reflect needs pads < dim, edge and reflect a non-empty axis where they pad).
+PadParams pad_params(const Node& n, const Shape& x, const Tensor* pads, const Tensor* axes);
+
+/// The sizes of Split's `count` outputs along its axis: from the constant `split` input,
+/// the opset-11 `split` attribute, the opset-18 `num_outputs` attribute (ceil-sized chunks,
+/// the last smaller), or equal parts.
+std::vector<int64_t> split_sizes(const Node& n, const Shape& x, const Tensor* split, int count, int* axis);
+
+/// The normalized `axis` attribute of a node whose input has rank `rank` (Split, CumSum,
+/// ArgMax, GatherElements, ...): InvalidGraph naming `what` when out of range.
+int node_axis(const Node& n, int64_t axis, int rank, const char* what);
+
+/// The output shape of GatherND(data, indices) with its batch_dims attribute.
+Shape gather_nd_shape(const Node& n, const Shape& data, const Shape& indices);
+
 }  // namespace fusor

@@ -11,6 +11,7 @@ uint64_t FusionOptions::hash() const {
       .f64(bn_variance_floor)
       .u64(recognize_patterns)
       .u64(merge_parallel_matmuls)
+      .u64(normalize_exports)
       .u64(group);
   return h.digest();
 }

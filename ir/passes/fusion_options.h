@@ -22,6 +22,10 @@ struct FusionOptions {
   /// Merge MatMuls that share an input and have constant weights into one wider MatMul
   /// (the Q/K/V projections), its outputs split by views.
   bool merge_parallel_matmuls = true;
+  /// Rewrite what the PyTorch exporters spell differently into the forms fusion takes:
+  /// attention with scaled operands and a NaN guard (ir/passes/normalize_attention.h),
+  /// Gemm between flattening reshapes (ir/passes/fold_gemm_reshapes.h).
+  bool normalize_exports = true;
   /// Group ops into fused kernels; off gives one group per op (the unfused baseline).
   bool group = true;
   /// Hash of every field, for cache keys.

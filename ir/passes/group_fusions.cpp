@@ -13,11 +13,12 @@ namespace fusor {
 // ~~~~~~~~~~~~~~~~~~~~~
 // Groups are formed greedily, in this order (each step only takes nodes no earlier step
 // took), so that the rules of the fusion issue hold:
-//  1. Views (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice) are groups of their
-//     own: they cost no kernel, consumers read through strides.
+//  1. Views (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Split) are groups of
+//     their own: they cost no kernel, consumers read through strides.
 //  2. Attention: MatMul(Q, K) -> pointwise ops of the scores' shape (scale, mask) ->
 //     Softmax over the last axis -> MatMul(P, V), every intermediate with one consumer,
-//     is one group; the T×T scores never reach memory in a kernel made for it.
+//     is one group; the T×T scores never reach memory in a kernel made for it. A side
+//     input of the chain made by a pointwise op for it alone (a broadcast mask) joins too.
 //  3. A row reduction (Softmax, LayerNormalization, ReduceMean/Sum/Max over trailing
 //     axes) takes its pointwise prologue: producers of its data input whose output has the
 //     reduction input's shape and is consumed only there (scale + mask + softmax, residual
@@ -45,7 +46,8 @@ bool is_view(OpKind op) {
     case OpKind::Squeeze:
     case OpKind::Unsqueeze:
     case OpKind::Transpose:
-    case OpKind::Slice: return true;
+    case OpKind::Slice:
+    case OpKind::Split: return true;
     default: return false;
   }
 }
@@ -69,6 +71,23 @@ bool is_pointwise(OpKind op) {
     case OpKind::Exp:
     case OpKind::Sqrt:
     case OpKind::Neg:
+    case OpKind::Abs:
+    case OpKind::Reciprocal:
+    case OpKind::Log:
+    case OpKind::Clip:
+    case OpKind::LeakyRelu:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+    case OpKind::Equal:
+    case OpKind::Less:
+    case OpKind::LessOrEqual:
+    case OpKind::Greater:
+    case OpKind::GreaterOrEqual:
+    case OpKind::And:
+    case OpKind::Or:
+    case OpKind::Not:
+    case OpKind::IsNaN:
+    case OpKind::IsInf:
     case OpKind::Cast:
     case OpKind::Where:
     case OpKind::BatchNormalization: return true;
@@ -213,6 +232,38 @@ void Grouper::take_epilogue(int grp, ValueId start) {
     const std::vector<NodeId>& users = ctx_.consumers(cur);
     if (users.empty()) return;
     const Node& last = node(members_[size_t(grp)].back());
+    if (users.size() > 1 && !ctx_.is_output(cur) && kinds_[size_t(grp)] != GroupKind::Reduction) {
+      // A diamond after a product: every user but one feeds only that one, which reads cur
+      // too (the NaN guard Where(IsNaN(o), 0, o)): all of them join, and the chain goes on
+      // from it. (Not after reductions: their epilogues stay as they were planned.)
+      const Node* join = nullptr;
+      for (NodeId uid : users) {
+        const Node& u = node(uid);
+        const Node* next = u.outputs.size() == 1 ? ctx_.sole_consumer(u.outputs[0]) : nullptr;
+        bool feeds_other = next && next != &u && std::find(users.begin(), users.end(), id(next)) != users.end();
+        if (!feeds_other) join = join && join != &u ? nullptr : &u;
+      }
+      bool ok = join != nullptr;
+      std::vector<NodeId> taken;
+      for (NodeId uid : users) {
+        const Node& u = node(uid);
+        if (!ok || &u == join || std::find(taken.begin(), taken.end(), uid) != taken.end()) continue;
+        ok = ctx_.sole_consumer(u.outputs[0]) == join && can_join(u, cur, grp, space, last);
+        if (ok) {
+          take(grp, uid);
+          taken.push_back(uid);
+        }
+      }
+      if (ok && can_join(*join, cur, grp, space, last)) {
+        take(grp, id(join));
+        cur = join->outputs[0];
+        continue;
+      }
+      for (NodeId uid : taken) {  // undo: the diamond does not join whole
+        group_of_[size_t(uid)] = -1;
+        members_[size_t(grp)].erase(std::find(members_[size_t(grp)].begin(), members_[size_t(grp)].end(), uid));
+      }
+    }
     if (users.size() != 1 || ctx_.is_output(cur)) {
       for (NodeId uid : users) {
         const Node& u = node(uid);
@@ -285,6 +336,20 @@ bool Grouper::take_attention(const Node& s) {
     log_->decline(s.name, pv->name, "cycle", "V depends on the attention scores");
     return false;
   }
+  // A side input computed only for one chain op by a pointwise op of its own (the mask's
+  // Where(keep, 0, -inf) of [B, 1, T, T], per layer in TorchScript exports) is computed in
+  // the score expression instead, broadcast like the value it made: a select per score
+  // costs less than writing and reading the mask.
+  for (NodeId c : chain)
+    for (ValueId in : node(c).inputs) {
+      const Node* p = in == kNoValue ? nullptr : ctx_.producer(in);
+      if (!p || group_of_[size_t(id(p))] >= 0 || !is_pointwise(p->op) || p->op == OpKind::BatchNormalization ||
+          ctx_.sole_consumer(in) != &node(c))
+        continue;
+      bool outside = true;
+      for (ValueId x : p->inputs) outside &= x == kNoValue || !depends_on_group(x, grp);
+      if (outside) take(grp, id(p));
+    }
   take(grp, id(pv));
   return true;
 }

@@ -1,8 +1,10 @@
 #include "ir/passes/pipeline.h"
 
 #include "ir/passes/fold_batchnorm.h"
+#include "ir/passes/fold_gemm_reshapes.h"
 #include "ir/passes/graph_rewriter.h"
 #include "ir/passes/merge_parallel_matmuls.h"
+#include "ir/passes/normalize_attention.h"
 #include "ir/passes/pattern.h"
 #include "ir/passes/recognize_patterns.h"
 #include "ir/verifier.h"
@@ -56,6 +58,15 @@ FusedGraph fuse_graph(const Graph& g, const std::vector<TensorType>& input_types
   // 2. Collapse decomposed GELU / LayerNorm / Softmax before anything else rewrites the
   //    subgraphs they are made of, so grouping sees one reduction op, not a chain.
   cur = recognize_patterns(cur, options, &out.log);
+  check(cur);
+  // 2b. Attention in the exporters' forms becomes Q·Kᵀ -> pointwise -> Softmax -> ·V
+  //     (after the Softmax recognizer, whose output the NaN guard reads), before merging
+  //     MatMuls, which must not see the scaled Q and K as separate projections' users.
+  cur = normalize_attention(cur, options, &out.log);
+  check(cur);
+  //     Gemm between flattening reshapes becomes a MatMul of the model's shape, so that its
+  //     epilogue (after a Reshape until now) fuses; before merging, which takes MatMuls.
+  cur = fold_gemm_reshapes(cur, options, &out.log);
   check(cur);
   // 3. Fold BatchNorm into its producer's weights before merging MatMuls, so merged
   //    weights already carry the folded scale.

@@ -170,3 +170,51 @@ output s
     CHECK(sa.str().find("conv2d n 1 c 256 5x4 -> m 64 5x4") != std::string::npos);
   }
 }
+
+TEST_SUITE("codegen/lower") {
+  TEST_CASE("Split outputs are views: consumers read the parts through offsets") {
+    const char* text = R"(graph g
+input x: f32[2, 5, 12]
+const sizes: i64[3] = [4, 4, 4]
+q, k, v = Split(x, sizes) {axis=2}
+a = Add(q, k)
+y = Mul(a, v)
+output y
+)";
+    FusedGraph f = test::fuse_text(text, {});
+    CHECK(f.kernels_after() == 1);  // the Split costs nothing
+    std::string why;
+    std::optional<KernelSpec> spec = lower_group(f, f.groups.back(), &why);
+    REQUIRE_MESSAGE(spec, why);
+    INFO(spec->str());
+    CHECK(spec->buffers.size() == 2);  // x once, y
+    CHECK(spec->str().find("+4") != std::string::npos);
+    CHECK(spec->str().find("+8") != std::string::npos);
+    CHECK(check_all_groups(f, {{"x", test::randn({2, 5, 12}, 1)}}, 1e-6) == 1);  // f32 vs the double interpreter
+  }
+
+  TEST_CASE("the new pointwise ops and bool results lower and compute their groups") {
+    const char* text = R"(graph g
+input x: f32[3, 17]
+input y: f32[3, 17]
+input m: bool[3, 17]
+const six: f32[] = [6.0]
+const zero: f32[] = [0.0]
+c = Clip(x, zero, six)
+l = LeakyRelu(c) {alpha=0.2}
+h = HardSwish(y)
+s = Add(l, h)
+g = Greater(s, x)
+a = And(g, m)
+n = Not(a)
+i = IsInf(y) {detect_positive=0}
+o = Or(n, i)
+output o
+)";
+    FusedGraph f = test::fuse_text(text, {});
+    CHECK(f.kernels_after() == 1);
+    Tensor m = Tensor::empty(DType::Bool, {3, 17});
+    for (int64_t e = 0; e < m.numel(); ++e) m.set(e, e % 3 == 0);
+    CHECK(check_all_groups(f, {{"x", test::randn({3, 17}, 1)}, {"y", test::randn({3, 17}, 2, 4.0)}, {"m", m}}, 0) == 1);
+  }
+}

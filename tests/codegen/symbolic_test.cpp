@@ -48,7 +48,7 @@ std::vector<Outcome> symbolize_groups(const std::string& text, const DimBindings
 }  // namespace
 
 TEST_SUITE("codegen/symbolic") {
-  TEST_CASE("the BERT layer: GEMMs and LayerNorms become symbolic, attention stays exact") {
+  TEST_CASE("the BERT layer: GEMMs and LayerNorms become symbolic, its 12-head attention stays exact") {
     const std::string bert = bert_layer();
     for (int64_t b : {1, 2}) {
       CAPTURE(b);
@@ -58,8 +58,10 @@ TEST_SUITE("codegen/symbolic") {
         CAPTURE(o.name);
         CAPTURE(o.why);
         if (o.kind == KernelKind::Attention) {
+          // Self-attention has a symbolic form (llvm/symbolic tests one head), but BERT's
+          // writes its context head-major, [12, T, 64]: a head stride of T x 64.
           CHECK_FALSE(o.sym);
-          CHECK(o.why.find("no symbolic form") != std::string::npos);
+          CHECK(o.why.find("change with the varying dimension") != std::string::npos);
           ++attention;
           continue;
         }

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <limits>
 #include <variant>
 
 #include "ir/op_schema.h"
@@ -177,6 +179,10 @@ TEST_SUITE("ir/shape_inference") {
     CHECK(error_of([] { infer(OpKind::Reshape, {f32({2, 3}), of(DType::I64, {2})}); }) == ErrorCode::Unsupported);
     CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", 2}}) == f32({6, 20}));
     CHECK(infer(OpKind::Flatten, {f32({2, 3})}, {{"axis", 0}}) == f32({1, 6}));
+    CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", -1}}) == f32({24, 5}));  // r + axis
+    CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", -4}}) == f32({1, 120}));
+    CHECK(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", 4}}) == f32({120, 1}));
+    CHECK(error_of([] { infer(OpKind::Flatten, {f32({2, 3, 4, 5})}, {{"axis", -5}}); }) == ErrorCode::InvalidGraph);
     CHECK(infer(OpKind::Squeeze, {f32({1, 3, 1, 2})}) == f32({3, 2}));
     CHECK(infer(OpKind::Squeeze, {f32({1, 3, 1, 2})}, {{"axes", std::vector<int64_t>{-2}}}) == f32({1, 3, 2}));
     CHECK(error_of([] { infer(OpKind::Squeeze, {f32({1, 3})}, {{"axes", std::vector<int64_t>{1}}}); }) ==
@@ -195,6 +201,82 @@ TEST_SUITE("ir/shape_inference") {
     CHECK(infer(OpKind::Gather, {f32({30522, 768}), of(DType::I64, {1, 128})}) == f32({1, 128, 768}));
     CHECK(infer(OpKind::Gather, {f32({4, 5, 6}), of(DType::I32, {2})}, {{"axis", -1}}) == f32({4, 5, 2}));
     CHECK(error_of([] { infer(OpKind::Gather, {f32({4}), f32({2})}); }) == ErrorCode::DTypeMismatch);
+  }
+
+  TEST_CASE("comparisons logic and activations") {
+    CHECK(infer(OpKind::Less, {f32({2, 1}), f32({3})}) == of(DType::Bool, {2, 3}));
+    CHECK(infer(OpKind::Equal, {of(DType::Bool, {3}), of(DType::Bool, {1})}) == of(DType::Bool, {3}));
+    CHECK(infer(OpKind::GreaterOrEqual, {of(DType::I64, {}), of(DType::I64, {4})}) == of(DType::Bool, {4}));
+    CHECK(infer(OpKind::And, {of(DType::Bool, {2, 3}), of(DType::Bool, {3})}) == of(DType::Bool, {2, 3}));
+    CHECK(infer(OpKind::Not, {of(DType::Bool, {5})}) == of(DType::Bool, {5}));
+    CHECK(infer(OpKind::IsNaN, {of(DType::F16, {5})}) == of(DType::Bool, {5}));
+    CHECK(infer(OpKind::Clip, {f32({4}), Tensor::from_doubles(DType::F32, {}, {0.0}), Absent{}}) == f32({4}));
+    CHECK(infer(OpKind::Clip, {of(DType::I32, {4})}) == of(DType::I32, {4}));
+    CHECK(infer(OpKind::HardSwish, {f32({2, 2})}) == f32({2, 2}));
+    CHECK(error_of([] { infer(OpKind::Greater, {of(DType::Bool, {2}), of(DType::Bool, {2})}); }) == ErrorCode::DTypeMismatch);
+    CHECK(error_of([] { infer(OpKind::Or, {f32({2}), f32({2})}); }) == ErrorCode::DTypeMismatch);
+    CHECK(error_of([] { infer(OpKind::IsInf, {of(DType::I32, {2})}); }) == ErrorCode::DTypeMismatch);
+    CHECK(error_of([] { infer(OpKind::HardSigmoid, {of(DType::I64, {2})}); }) == ErrorCode::DTypeMismatch);
+    CHECK(error_of([] { infer(OpKind::Clip, {of(DType::I32, {4})}, {{"max", 1.0}}); }) == ErrorCode::DTypeMismatch);
+  }
+
+  TEST_CASE("data movement and indexing shapes") {
+    auto c = [](std::vector<int64_t> v) { return In(test::ints(std::move(v))); };
+    CHECK(infer(OpKind::Expand, {f32({3, 1}), c({2, 1, 5})}) == f32({2, 3, 5}));
+    CHECK(infer(OpKind::Tile, {f32({3, 1}), c({2, 7})}) == f32({6, 7}));
+    CHECK(infer(OpKind::Pad, {f32({3, 4}), c({1, -1, 2, 0})}) == f32({6, 3}));
+    CHECK(infer(OpKind::Pad, {f32({3, 4}), c({2, 2}), Absent{}, c({-1})}) == f32({3, 8}));
+    CHECK(infer(OpKind::GatherND, {f32({2, 3, 4}), of(DType::I64, {5, 2})}) == f32({5, 4}));
+    CHECK(infer(OpKind::GatherND, {f32({2, 3, 4}), of(DType::I64, {2, 1})}, {{"batch_dims", int64_t(1)}}) == f32({2, 4}));
+    CHECK(infer(OpKind::GatherElements, {f32({2, 3}), of(DType::I32, {2, 9})}, {{"axis", int64_t(1)}}) == f32({2, 9}));
+    CHECK(infer(OpKind::Trilu, {f32({2, 3, 4}), of(DType::I64, {})}) == f32({2, 3, 4}));
+    CHECK(infer(OpKind::CumSum, {of(DType::I64, {3, 4}), c({-1})}) == of(DType::I64, {3, 4}));
+    CHECK(infer(OpKind::ArgMax, {f32({3, 4, 5})}, {{"axis", int64_t(-2)}, {"keepdims", int64_t(0)}}) == of(DType::I64, {3, 5}));
+    CHECK(infer(OpKind::ReduceMin, {f32({3, 4}), c({0})}) == f32({1, 4}));
+    CHECK(infer(OpKind::ConstantOfShape, {c({2, 0, 3})}, {{"dtype", "bool"}}) == of(DType::Bool, {2, 0, 3}));
+    CHECK(error_of([&] { infer(OpKind::GatherElements, {f32({2, 3}), of(DType::I64, {3, 4})}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([&] { infer(OpKind::Expand, {f32({3}), of(DType::I64, {2})}); }) == ErrorCode::Unsupported);
+  }
+
+  TEST_CASE("huge attribute and constant values of the ONNX ops are clean InvalidGraph errors") {
+    const int64_t hi = std::numeric_limits<int64_t>::max(), lo = std::numeric_limits<int64_t>::min();
+    auto c = [](std::vector<int64_t> v) { return In(test::ints(std::move(v))); };
+    struct Case {
+      const char* what;
+      std::function<void()> run;
+      const char* names;  // what the message must name
+    };
+    std::vector<Case> cases;
+    for (int64_t v : {hi, lo, hi - 1, lo + 1, int64_t(1) << 62}) {
+      cases.push_back({"Pad pads", [=] { infer(OpKind::Pad, {f32({3, 4}), c({v, 0, v, 0})}); }, "pads"});
+      cases.push_back({"Pad attribute", [=] { infer(OpKind::Pad, {f32({3, 4})}, {{"pads", std::vector<int64_t>{0, v, 0, v}}}); }, "pads"});
+      cases.push_back({"Split sizes", [=] { infer(OpKind::Split, {f32({4, 6}), c({v, v})}, {{"axis", int64_t(1)}}); }, "split"});
+      cases.push_back({"Split axis", [=] { infer(OpKind::Split, {f32({4, 6})}, {{"axis", v}}); }, "axis"});
+      cases.push_back({"Expand shape", [=] { infer(OpKind::Expand, {f32({3, 1}), c({v, 1})}); }, "shape"});
+      cases.push_back({"ArgMax axis", [=] { infer(OpKind::ArgMax, {f32({3})}, {{"axis", v}}); }, "axis"});
+      cases.push_back({"CumSum axis", [=] { infer(OpKind::CumSum, {f32({3}), c({v})}); }, "axis"});
+      cases.push_back({"GatherElements axis", [=] { infer(OpKind::GatherElements, {f32({3}), of(DType::I64, {3})}, {{"axis", v}}); },
+                       "axis"});
+      cases.push_back({"GatherND batch_dims", [=] { infer(OpKind::GatherND, {f32({3, 2}), of(DType::I64, {3, 1})}, {{"batch_dims", v}}); },
+                       "batch_dims"});
+      cases.push_back({"Split num_outputs", [=] { infer(OpKind::Split, {f32({4, 6})}, {{"num_outputs", v}}); }, "num_outputs"});
+      if (v > 0) {
+        cases.push_back({"Tile repeats", [=] { infer(OpKind::Tile, {f32({3, 4}), c({v, 2})}); }, "repeats"});
+        cases.push_back({"ConstantOfShape", [=] { infer(OpKind::ConstantOfShape, {c({v, 2})}); }, "output"});
+      } else {
+        cases.push_back({"Tile repeats", [=] { infer(OpKind::Tile, {f32({3, 4}), c({v, 2})}); }, "repeats"});
+        cases.push_back({"ConstantOfShape", [=] { infer(OpKind::ConstantOfShape, {c({v, 2})}); }, "shape"});
+      }
+    }
+    for (const Case& k : cases) {
+      INFO(k.what);
+      std::string msg;
+      ErrorCode code = error_of(k.run, &msg);
+      INFO(msg);
+      CHECK((code == ErrorCode::InvalidGraph || code == ErrorCode::OutOfMemory || code == ErrorCode::ShapeMismatch));
+      CHECK(msg.find("node 'node'") != std::string::npos);
+      CHECK(msg.find(k.names) != std::string::npos);
+    }
   }
 
   TEST_CASE("outputs that overflow are refused") {
@@ -223,5 +305,62 @@ TEST_SUITE("ir/shape_inference") {
     CHECK(types[0] == f32({1, 3, 768}));
     CHECK(error_of([&] { input_types_from_dims(g, {{"B", 1}}); }, &msg) == ErrorCode::InvalidArgument);
     CHECK(msg.find("'T'") != std::string::npos);
+  }
+}
+
+// Issue 20: sizes computed from user attributes are overflow-checked. Every window attribute
+// of Conv, MaxPool and AveragePool and every Slice bound at the int64 limits gives either a
+// clean fusor::Error or a result within [0, kMaxElements] (the UBSan build of this suite
+// reports any signed overflow on the way).
+TEST_SUITE("ir/shape_inference") {
+  TEST_CASE("window and slice attributes at the int64 limits are refused cleanly or computed exactly") {
+    const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+    const std::vector<int64_t> extremes = {hi, hi - 1, lo, lo + 1, int64_t(1) << 62, kMaxElements + 1, kMaxElements, -1, 0};
+    int refused = 0, computed = 0;
+    auto probe = [&](OpKind op, std::vector<In> ins, Attributes attrs) {
+      try {
+        const TensorType t = infer(op, std::move(ins), std::move(attrs));
+        for (int64_t d : t.shape.dims()) {
+          CHECK(d >= 0);
+          CHECK(d <= kMaxElements);
+        }
+        ++computed;
+      } catch (const Error&) {
+        ++refused;
+      }
+    };
+    for (int64_t v : extremes) {
+      CAPTURE(v);
+      for (OpKind op : {OpKind::Conv, OpKind::MaxPool, OpKind::AveragePool}) {
+        std::vector<In> ins = {f32({1, 2, 9, 9})};
+        Attributes base;
+        if (op == OpKind::Conv) ins.push_back(f32({2, 2, 3, 3}));
+        else base["kernel_shape"] = std::vector<int64_t>{3, 3};
+        for (const char* name : {"pads", "strides", "dilations", "kernel_shape"}) {
+          Attributes a = base;
+          a[name] = std::string(name) == "pads" ? std::vector<int64_t>{v, 0, v, 1} : std::vector<int64_t>{v, 1};
+          probe(op, ins, a);
+          a["auto_pad"] = std::string("SAME_UPPER");
+          if (std::string(name) != "pads") probe(op, ins, a);
+        }
+      }
+      for (int64_t w : extremes) {  // Slice: every start/end pair and a step of each extreme
+        probe(OpKind::Slice, {f32({10}), test::ints({v}), test::ints({w}), test::ints({0}), test::ints({1})}, {});
+        probe(OpKind::Slice, {f32({10}), test::ints({v}), test::ints({w}), test::ints({0}), test::ints({-1})}, {});
+        probe(OpKind::Slice, {f32({10}), test::ints({3}), test::ints({9}), test::ints({0}), test::ints({w})}, {});
+        probe(OpKind::Slice, {f32({10}), test::ints({9}), test::ints({-11}), test::ints({0}), test::ints({w})}, {});
+      }
+    }
+    CHECK(refused > 0);
+    CHECK(computed > 0);
+    // The reported cases: a dilation of 2^62 (was (kh - 1) * dh + 1) and pads of INT64_MAX
+    // (was h + pt + pb) name the attribute; a step of INT64_MIN takes exactly one element.
+    std::string msg;
+    CHECK(error_of([&] { infer(OpKind::Conv, {f32({1, 2, 9, 9}), f32({2, 2, 3, 3})}, {{"dilations", std::vector<int64_t>{int64_t(1) << 62, 1}}}); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("dilations") != std::string::npos);
+    CHECK(error_of([&] { infer(OpKind::MaxPool, {f32({1, 2, 9, 9})}, {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{hi, 0, hi, 0}}}); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("pads") != std::string::npos);
+    CHECK(infer(OpKind::Slice, {f32({10}), test::ints({9}), test::ints({lo}), test::ints({0}), test::ints({lo})}) == f32({1}));
+    CHECK(infer(OpKind::Slice, {f32({10}), test::ints({0}), test::ints({hi}), test::ints({0}), test::ints({hi})}) == f32({1}));
   }
 }

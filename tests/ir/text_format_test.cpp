@@ -87,7 +87,15 @@ const char* const kAllOpsDecls =
     "const idx: i32[3] = [0, 2, -1]\n"
     "const r_start: i64[] = [0]\n"
     "const r_limit: i64[] = [10]\n"
-    "const r_delta: i64[] = [3]\n";
+    "const r_delta: i64[] = [3]\n"
+    "const exp_shape: i64[3] = [2, 4, 6]\n"
+    "const tile_rep: i64[2] = [2, 1]\n"
+    "const pads4: i64[4] = [0, 1, 0, 2]\n"
+    "const split_sizes: i64[2] = [2, 4]\n"
+    "const ge_idx: i64[2, 6] = [0, 1, 2, 3, -1, 0, 1, 1, 1, 1, 1, 1]\n"
+    "const gnd_idx: i64[2, 2] = [0, 1, 3, 5]\n"
+    "const cs_axis: i64[] = [1]\n"
+    "const cos_shape: i64[2] = [3, 2]\n";
 
 // One line per op of ir/ops.def, each reading only the declarations above. Its output is
 // named after the op in lower case.
@@ -133,6 +141,34 @@ const std::map<std::string, std::string> kOpLines = {
     {"Gather", "gather = Gather(a, idx) {axis=1}"},
     {"Shape", "shape = Shape(x) {end=3, start=1}"},
     {"Range", "range = Range(r_start, r_limit, r_delta)"},
+    {"Abs", "abs = Abs(a)"},
+    {"Reciprocal", "reciprocal = Reciprocal(a)"},
+    {"Log", "log = Log(a)"},
+    {"Clip", "clip = Clip(a, _, two)"},
+    {"LeakyRelu", "leakyrelu = LeakyRelu(a) {alpha=0.1}"},
+    {"HardSigmoid", "hardsigmoid = HardSigmoid(a) {alpha=0.2, beta=0.5}"},
+    {"HardSwish", "hardswish = HardSwish(a)"},
+    {"Equal", "equal = Equal(a, two)"},
+    {"Less", "less = Less(b, two)"},
+    {"LessOrEqual", "lessorequal = LessOrEqual(a, a)"},
+    {"Greater", "greater = Greater(col, two)"},
+    {"GreaterOrEqual", "greaterorequal = GreaterOrEqual(two, a)"},
+    {"And", "and = And(m, m)"},
+    {"Or", "or = Or(m, m)"},
+    {"Not", "not = Not(m)"},
+    {"IsNaN", "isnan = IsNaN(a)"},
+    {"IsInf", "isinf = IsInf(h) {detect_negative=0}"},
+    {"ReduceMin", "reducemin = ReduceMin(x) {axes=[1], keepdims=0}"},
+    {"ArgMax", "argmax = ArgMax(a) {axis=1, keepdims=0}"},
+    {"CumSum", "cumsum = CumSum(a, cs_axis) {reverse=1}"},
+    {"Split", "split, split_b = Split(a, split_sizes) {axis=1}"},
+    {"Expand", "expand = Expand(col, exp_shape)"},
+    {"Tile", "tile = Tile(a, tile_rep)"},
+    {"Pad", "pad = Pad(a, pads4, two) {mode=\"reflect\"}"},
+    {"GatherElements", "gatherelements = GatherElements(a, ge_idx) {axis=0}"},
+    {"GatherND", "gathernd = GatherND(a, gnd_idx)"},
+    {"Trilu", "trilu = Trilu(a) {upper=0}"},
+    {"ConstantOfShape", "constantofshape = ConstantOfShape(cos_shape) {dtype=\"i64\", value=1.0}"},
 };
 
 // The all-ops graph for the ops this build has (ops absent from ir/ops.def are skipped, so
@@ -143,7 +179,7 @@ std::string all_ops_text() {
     auto it = kOpLines.find(std::string(op_name(OpKind(k))));
     if (it == kOpLines.end()) continue;
     text += it->second + "\n";
-    std::string out = it->second.substr(0, it->second.find(' '));
+    std::string out = it->second.substr(0, it->second.find_first_of(", "));
     outputs += (outputs.empty() ? "" : ", ") + out;
   }
   return text + "output " + outputs + "\n";
@@ -192,6 +228,18 @@ TEST_SUITE("ir/text_format") {
     CHECK(type_of("gather") == "f32[4, 3]");
     CHECK(type_of("cast") == "f32[2, 7]");
     CHECK(type_of("maxpool") == "f32[2, 3, 4, 4]");
+    CHECK(type_of("equal") == "bool[4, 6]");
+    CHECK(type_of("isinf") == "bool[2, 7]");
+    CHECK(type_of("argmax") == "i64[4]");
+    CHECK(type_of("split") == "f32[4, 2]");
+    CHECK(type_of("split_b") == "f32[4, 4]");
+    CHECK(type_of("expand") == "f32[2, 4, 6]");
+    CHECK(type_of("tile") == "f32[8, 6]");
+    CHECK(type_of("pad") == "f32[4, 9]");
+    CHECK(type_of("gatherelements") == "f32[2, 6]");
+    CHECK(type_of("gathernd") == "f32[2]");
+    CHECK(type_of("constantofshape") == "i64[3, 2]");
+    CHECK(type_of("reducemin") == "f32[2, 8, 8]");
   }
 
   TEST_CASE("omitted optional inputs keep their slots") {

@@ -414,6 +414,42 @@ TEST_SUITE("jit/symbolic") {
     CHECK(kept->stats().symbolic_steps == 9);
   }
 
+  TEST_CASE("symbolic self-attention serves lengths up to its scratch bound, exact or static beyond") {
+    // One head of 32: queries and keys both T (codegen/llvm/symbolic_test.cpp). Its
+    // symbolic kernel's stack scratch bounds the keys (~3200 here); a longer run must not
+    // use it.
+    Graph g = parse_graph(R"(graph attn
+input q: f32[1, T, 32]
+input k: f32[1, T, 32]
+input v: f32[1, T, 32]
+const scale: f32[] = [0.176776695]
+kt = Transpose(k) {perm=[0, 2, 1]}
+s = MatMul(q, kt)
+ss = Mul(s, scale)
+p = Softmax(ss) {axis=-1}
+c = MatMul(p, v)
+output c
+)");
+    auto in = [](int64_t t) {
+      return TensorMap{{"q", test::randn({1, t, 32}, uint64_t(t))},
+                       {"k", test::randn({1, t, 32}, uint64_t(t) + 1)},
+                       {"v", test::randn({1, t, 32}, uint64_t(t) + 2)}};
+    };
+    EngineOptions o;
+    o.disk_cache = false;
+    o.symbolic_dim = "T";
+    o.specialize = false;  // symbolic wherever a kernel has the form
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    Engine ref(EngineOptions{.num_threads = 2, .fuse = false});
+    for (int64_t t : {5, 40, 3500}) {
+      CAPTURE(t);
+      check_close(e->run(g, in(t)), ref.run(g, in(t)));
+    }
+    CHECK(e->stats().symbolic_steps == 2);  // 5 and 40; 3500 keys exceed the scratch
+    CHECK(e->stats().kernels_compiled == 1);  // the symbolic kernel (3500 has no kernel within the scratch)
+  }
+
   TEST_CASE("a graph without the symbolic dim runs exactly as without the option") {
     Graph g = parse_graph("graph g\ninput x: f32[N, 8]\ny = Tanh(x)\noutput y\n");
     EngineOptions o;

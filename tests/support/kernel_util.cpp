@@ -1,6 +1,7 @@
 #include "tests/support/kernel_util.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "codegen/lower.h"
@@ -19,8 +20,8 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
     REQUIRE(v != kNoValue);
     if (b.output) {
       r.serial.push_back(Tensor::zeros(b.dtype, Shape{b.elements}));
-      Tensor nan = Tensor::empty(b.dtype, Shape{b.elements});
-      std::fill(nan.data<float>(), nan.data<float>() + b.elements, std::numeric_limits<float>::quiet_NaN());
+      Tensor nan = Tensor::empty(b.dtype, Shape{b.elements});  // all-ones bytes: NaN, or bool 255
+      std::memset(nan.raw(), 0xff, nan.nbytes());
       r.pooled.push_back(nan);
       r.interp.push_back(Tensor::zeros(b.dtype, Shape{b.elements}));
       r.outs.push_back(v);

@@ -146,6 +146,7 @@ Tensor unary(OpKind op, const Tensor& x, const char* approximate) {
       const int64_t v = iget(x, i);
       if (op == OpKind::Relu) iset(out, i, std::max<int64_t>(v, 0));
       else if (op == OpKind::Neg) iset(out, i, int64_t(uint64_t(0) - uint64_t(v)));
+      else if (op == OpKind::Abs) iset(out, i, v < 0 ? int64_t(uint64_t(0) - uint64_t(v)) : v);
       else FUSOR_ASSERT(false, "reference: integer ", op_name(op));
       continue;
     }
@@ -159,6 +160,10 @@ Tensor unary(OpKind op, const Tensor& x, const char* approximate) {
       case OpKind::Erf: r = std::erf(v); break;
       case OpKind::Tanh: r = std::tanh(v); break;
       case OpKind::Sigmoid: r = 1.0 / (1.0 + std::exp(-v)); break;
+      case OpKind::Abs: r = std::fabs(v); break;
+      case OpKind::Reciprocal: r = 1.0 / v; break;
+      case OpKind::Log: r = std::log(v); break;
+      case OpKind::HardSwish: r = std::isnan(v) ? v : v * std::clamp(v / 6 + 0.5, 0.0, 1.0); break;
       case OpKind::Gelu:
         // Both written without the 1 + tanh / 1 + erf cancellation, which even in double
         // loses the negative tail: (1 + tanh(u))/2 = 1/(1 + e^-2u), (1 + erf(z)) = erfc(-z).
@@ -282,17 +287,19 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool
   const Shape out_shape(out_dims);
   const int64_t outs = out_shape.numel();
   const int64_t count = outs == 0 ? 0 : x.numel() / outs;
-  const bool max = op == OpKind::ReduceMax;
-  std::vector<double> fsum(size_t(outs), max ? -INFINITY : 0.0);
-  std::vector<int64_t> isum(size_t(outs), max ? INT64_MIN : 0);
+  const bool max = op == OpKind::ReduceMax || op == OpKind::ReduceMin, is_min = op == OpKind::ReduceMin;
+  std::vector<double> fsum(size_t(outs), is_min ? INFINITY : max ? -INFINITY : 0.0);
+  std::vector<int64_t> isum(size_t(outs), is_min ? INT64_MAX : max ? INT64_MIN : 0);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const std::vector<int64_t> idx = unflatten(x.shape(), i);
     int64_t o = 0;
     for (int k = 0; k < x.rank(); ++k)
       if (!reduced[size_t(k)]) o = o * x.shape().dims()[size_t(k)] + idx[size_t(k)];
     if (max) {
-      if (is_int(x.dtype())) isum[size_t(o)] = std::max(isum[size_t(o)], iget(x, i));
-      else fsum[size_t(o)] = std::isnan(fsum[size_t(o)]) || std::isnan(x.at(i)) ? NAN : std::max(fsum[size_t(o)], x.at(i));
+      const double f = fsum[size_t(o)], v = x.at(i);
+      if (is_int(x.dtype()))
+        isum[size_t(o)] = is_min ? std::min(isum[size_t(o)], iget(x, i)) : std::max(isum[size_t(o)], iget(x, i));
+      else fsum[size_t(o)] = std::isnan(f) || std::isnan(v) ? NAN : is_min ? std::min(f, v) : std::max(f, v);
     } else if (is_int(x.dtype())) {
       isum[size_t(o)] = int64_t(uint64_t(isum[size_t(o)]) + uint64_t(iget(x, i)));
     } else {
@@ -304,6 +311,84 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool
   for (int64_t o = 0; o < outs; ++o) {
     if (is_int(x.dtype())) iset(out, o, mean ? isum[size_t(o)] / count : isum[size_t(o)]);
     else store_double(out, o, mean ? fsum[size_t(o)] / double(count) : fsum[size_t(o)]);
+  }
+  return out;
+}
+
+Tensor leaky_relu(const Tensor& x, double alpha) {
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) store_double(out, i, x.at(i) < 0 ? alpha * x.at(i) : x.at(i));
+  return out;
+}
+
+Tensor hard_sigmoid(const Tensor& x, double alpha, double beta) {
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.at(i);
+    store_double(out, i, std::isnan(v) ? v : std::clamp(alpha * v + beta, 0.0, 1.0));
+  }
+  return out;
+}
+
+Tensor clip(const Tensor& x, double lo, double hi) {
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (is_int(x.dtype())) {
+      int64_t v = iget(x, i);
+      v = std::max<int64_t>(v, int64_t(std::max(lo, -9.2e18)));
+      v = std::min<int64_t>(v, int64_t(std::min(hi, 9.2e18)));
+      iset(out, i, v);
+      continue;
+    }
+    const double v = x.at(i);
+    store_double(out, i, std::isnan(v) ? v : std::min(std::max(v, lo), hi));
+  }
+  return out;
+}
+
+Tensor compare(OpKind op, const Tensor& a, const Tensor& b) {
+  const Shape out_shape = broadcast(a.shape(), b.shape());
+  Tensor out = Tensor::empty(DType::Bool, out_shape);
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    const std::vector<int64_t> idx = unflatten(out_shape, o);
+    const int64_t ia = source_index(a.shape(), idx), ib = source_index(b.shape(), idx);
+    bool r = false;
+    if (is_int(a.dtype()) || a.dtype() == DType::Bool) {
+      const int64_t x = iget(a, ia), y = iget(b, ib);
+      switch (op) {
+        case OpKind::Equal: r = x == y; break;
+        case OpKind::Less: r = x < y; break;
+        case OpKind::LessOrEqual: r = x <= y; break;
+        case OpKind::Greater: r = x > y; break;
+        case OpKind::GreaterOrEqual: r = x >= y; break;
+        case OpKind::And: r = x && y; break;
+        case OpKind::Or: r = x || y; break;
+        default: FUSOR_ASSERT(false, "reference: not a comparison");
+      }
+    } else {
+      const double x = a.at(ia), y = b.at(ib);
+      switch (op) {
+        case OpKind::Equal: r = x == y; break;
+        case OpKind::Less: r = x < y; break;
+        case OpKind::LessOrEqual: r = x <= y; break;
+        case OpKind::Greater: r = x > y; break;
+        case OpKind::GreaterOrEqual: r = x >= y; break;
+        default: FUSOR_ASSERT(false, "reference: not a float comparison");
+      }
+    }
+    out.data<uint8_t>()[o] = r;
+  }
+  return out;
+}
+
+Tensor test(OpKind op, const Tensor& x, bool detect_negative, bool detect_positive) {
+  Tensor out = Tensor::empty(DType::Bool, x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    bool r;
+    if (op == OpKind::Not) r = iget(x, i) == 0;
+    else if (op == OpKind::IsNaN) r = std::isnan(x.at(i));
+    else r = (detect_positive && x.at(i) == INFINITY) || (detect_negative && x.at(i) == -INFINITY);
+    out.data<uint8_t>()[i] = r;
   }
   return out;
 }

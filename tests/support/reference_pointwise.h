@@ -21,7 +21,8 @@ Tensor binary(OpKind op, const Tensor& a, const Tensor& b);
 /// Max or Min over one or more inputs, broadcast together.
 Tensor variadic(OpKind op, const std::vector<Tensor>& inputs);
 
-/// Relu, Neg, Exp, Sqrt, Erf, Tanh, Sigmoid, Gelu (approximate "none" or "tanh").
+/// Relu, Neg, Exp, Sqrt, Erf, Tanh, Sigmoid, Gelu (approximate "none" or "tanh"), Abs,
+/// Reciprocal, Log, HardSwish (x * clamp(x/6 + 1/2, 0, 1)).
 Tensor unary(OpKind op, const Tensor& x, const char* approximate = "none");
 
 /// Cast to `to`: float -> int truncates, NaN -> 0, out of range saturates; int64 -> int32
@@ -43,7 +44,18 @@ Tensor layernorm(const Tensor& x, const Tensor& scale, const Tensor& bias, int64
 /// Softmax along axis (max-subtracted, in double).
 Tensor softmax(const Tensor& x, int64_t axis);
 
-/// ReduceSum / ReduceMean / ReduceMax over `axes` (possibly negative; empty means all axes unless
+/// x < 0 ? alpha * x : x.
+Tensor leaky_relu(const Tensor& x, double alpha);
+/// clamp(alpha * x + beta, 0, 1), NaN kept.
+Tensor hard_sigmoid(const Tensor& x, double alpha, double beta);
+/// min(max(x, lo), hi), NaN kept; integers clamp exactly.
+Tensor clip(const Tensor& x, double lo, double hi);
+/// Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or of a and b broadcast: bool.
+Tensor compare(OpKind op, const Tensor& a, const Tensor& b);
+/// Not (of a bool tensor), IsNaN, IsInf (with its two flags): bool.
+Tensor test(OpKind op, const Tensor& x, bool detect_negative = true, bool detect_positive = true);
+
+/// ReduceSum / ReduceMean / ReduceMax / ReduceMin over `axes` (possibly negative; empty means all axes unless
 /// noop_with_empty_axes). Integer means truncate toward zero.
 Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
               bool noop_with_empty_axes = false);

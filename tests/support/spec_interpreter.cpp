@@ -65,6 +65,14 @@ double eval(const ExprGraph& g, const std::vector<int64_t>& idx, Ctx& c, bool do
       }
       case ScalarOp::Cast: r = round_to(e.dtype, a(0)); break;
       case ScalarOp::Where: r = a(0) != 0 ? a(1) : a(2); break;
+      case ScalarOp::Abs: r = std::fabs(a(0)); break;
+      case ScalarOp::Log: r = std::log(a(0)); break;
+      case ScalarOp::Eq: r = a(0) == a(1); break;
+      case ScalarOp::Lt: r = a(0) < a(1); break;
+      case ScalarOp::Le: r = a(0) <= a(1); break;
+      case ScalarOp::And: r = a(0) != 0 && a(1) != 0; break;
+      case ScalarOp::Or: r = a(0) != 0 || a(1) != 0; break;
+      case ScalarOp::Not: r = a(0) == 0; break;
     }
     v[i] = r;
   }

@@ -78,7 +78,7 @@ bool allclose(const Tensor& got, const Tensor& want, double rtol, double atol, s
 }
 
 std::vector<Tensor> run_static_op(OpKind op, const std::vector<OpInput>& inputs, const Attributes& attrs,
-                                  Parallel& parallel) {
+                                  Parallel& parallel, int outputs) {
   Graph g("single_op");
   std::vector<ValueId> ids;
   std::vector<TensorType> input_types;
@@ -97,7 +97,9 @@ std::vector<Tensor> run_static_op(OpKind op, const std::vector<OpInput>& inputs,
       input_types.push_back(TensorType{in.tensor.dtype(), in.tensor.shape()});
     }
   }
-  NodeId n = g.add_node(op, ids, {}, attrs, "op");
+  std::vector<std::string> names;
+  for (int i = 0; i < outputs; ++i) names.push_back("out" + std::to_string(i));
+  NodeId n = g.add_node(op, ids, names, attrs, "op");
   for (ValueId o : g.node(n).outputs) g.add_output(o);
   verify(g);
   std::vector<TensorType> types = infer_types(g, input_types);

@@ -53,9 +53,10 @@ struct OpInput {
 };
 
 /// Builds a graph of one node, verifies it, infers types and runs the static kernel.
-/// Throws what the verifier, shape inference or the kernel throw.
+/// Throws what the verifier, shape inference or the kernel throw. `outputs`: the node's
+/// number of outputs (0: the schema's; Split takes any).
 std::vector<Tensor> run_static_op(OpKind op, const std::vector<OpInput>& inputs, const Attributes& attrs = {},
-                                  Parallel& parallel = serial_parallel());
+                                  Parallel& parallel = serial_parallel(), int outputs = 0);
 
 /// A shared pool of 3 threads (odd, so chunks split unevenly) for kernel tests.
 Parallel& pool();

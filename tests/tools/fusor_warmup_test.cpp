@@ -209,6 +209,9 @@ TEST_SUITE("tools/fusor warmup") {
         {"warmup " + graph + " --shapes " + bad_dim, "bad_dim.txt:1: no size for dimension 'B'"},
         {"warmup " + graph + " --dim B=1 --shapes " + empty, "the file holds no shape"},
         {"warmup " + graph + " --dim B=1 --dim T=1 --backend tpu", "unknown backend 'tpu'"},
+        // A range ending at INT64_MAX is two sizes, not an endless loop (issue 20); both
+        // are refused as too many elements.
+        {"warmup " + graph + " --dim B=1 --dim T=9223372036854775806..9223372036854775807", "element count overflows"},
     };
     for (const Case& c : cases) {
       CommandResult r = fusor_tool(c.args + store);

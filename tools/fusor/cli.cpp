@@ -4,8 +4,25 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+
+#include "ir/npy.h"
+#include "ir/text_format.h"
+#include "onnx/load_onnx.h"
 
 namespace fusor::cli {
+
+Graph load_model(const std::string& path) {
+  if (!is_onnx_file(path)) return load_graph(path);
+  OnnxOptions options;
+  options.warn = [](const std::string& message) { std::fprintf(stderr, "fusor: warning: %s\n", message.c_str()); };
+  return load_onnx(path, options);
+}
+
+Tensor read_input_file(const std::string& path) {
+  if (std::filesystem::path(path).extension() == ".pb") return read_onnx_tensor(path);
+  return read_npy(path);
+}
 
 Args Args::parse(int argc, char** argv, int first, const std::vector<std::string>& valued,
                  const std::vector<std::string>& switches) {

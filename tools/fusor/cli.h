@@ -49,6 +49,14 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
 /// The --dim NAME=SIZE bindings of a command line (UsageError when malformed).
 std::map<std::string, int64_t, std::less<>> parse_dims(const Args& args);
 
+/// Loads the graph every subcommand takes: an ONNX model (onnx/load_onnx.h: a ".onnx" file,
+/// or one that starts as a ModelProto does) or a graph in fusor's text format. The ONNX
+/// loader's warnings (generated dim names, renamed inputs) go to standard error.
+Graph load_model(const std::string& path);
+
+/// Reads an input tensor for --input NAME=FILE: a .npy file, or an ONNX TensorProto (.pb).
+Tensor read_input_file(const std::string& path);
+
 /// The cache options every engine-making subcommand takes: --cache-dir DIR (the persistent
 /// kernel store's folder) and --no-disk-cache (memory only).
 void apply_cache_flags(const Args& args, EngineOptions* options);

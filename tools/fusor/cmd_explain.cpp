@@ -12,9 +12,10 @@ namespace fusor::cli {
 const char* const kExplainUsage =
     "usage: fusor explain GRAPH [options]\n"
     "\n"
-    "Traces GRAPH at the given dims, fuses it, and reports every group (kind, pattern, ops,\n"
-    "what it writes), the rewrites applied, the fusions declined and why, the kernel count\n"
-    "before and after fusion and the bytes of intermediates no longer written.\n"
+    "Traces GRAPH (a text graph or an ONNX model) at the given dims, fuses it, and reports\n"
+    "every group (kind, pattern, ops, what it writes), the rewrites applied, the fusions\n"
+    "declined and why, the kernel count before and after fusion and the bytes of\n"
+    "intermediates no longer written.\n"
     "\n"
     "options:\n"
     "  --dim NAME=SIZE   bind a named input dimension (repeatable), e.g. --dim T=128\n"
@@ -25,9 +26,9 @@ const char* const kExplainUsage =
 
 int cmd_explain(int argc, char** argv) {
   Args args = Args::parse(argc, argv, 2, {"--dim"}, {"--json", "--no-fuse"});
-  if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file"};
+  if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file (a text graph or an ONNX model)"};
   DimBindings dims = parse_dims(args);
-  Graph graph = load_graph(args.positional[0]);
+  Graph graph = load_model(args.positional[0]);
   EngineOptions options;
   options.num_threads = 1;
   options.fuse = !args.has("--no-fuse");

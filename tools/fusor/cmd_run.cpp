@@ -23,13 +23,18 @@ namespace {
 const std::string kRunUsageText =
     "usage: fusor run GRAPH [options]\n"
     "\n"
-    "Runs GRAPH (fusor text format) and prints each output's type and checksum, and timings.\n"
+    "Runs GRAPH (fusor's text format, or an ONNX model: MODEL.onnx) and prints each\n"
+    "output's type and checksum, and timings.\n"
     "\n"
     "options:\n"
     "  --dim NAME=SIZE      bind a named input dimension (repeatable), e.g. --dim T=128\n"
-    "  --input NAME=FILE    read input NAME from a .npy file (others are seeded-random)\n"
+    "  --input NAME=FILE    read input NAME from a .npy file or an ONNX TensorProto (.pb);\n"
+    "                       the others are seeded-random\n"
     "  --seed N             seed of the random inputs (default 0): floats ~ N(0,1),\n"
-    "                       integers uniform in [0, 2), bools uniform\n" +
+    "                       integers uniform in [0, --int-high), bools uniform\n"
+    "  --int-high N         bound of random integer inputs (default 2): 0..N-1. Valid token\n"
+    "                       ids, attention masks (0/1) and token types for any model; give\n"
+    "                       the vocabulary size to draw ids from all of it\n" +
     backend_usage(BackendKind::Static, false) +
     "  --no-fuse            run every op as its own kernel (the unfused baseline)\n"
     "  --threads N          kernel threads (default: one per core)\n"
@@ -84,13 +89,13 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  std::vector<std::string> valued{"--dim",     "--input", "--seed", "--backend",      "--threads",
-                                   "--repeat",  "--save",  "--dump", "--symbolic-dim"};
+  std::vector<std::string> valued{"--dim",  "--input", "--seed",         "--backend", "--threads", "--repeat",
+                                   "--save", "--dump",  "--symbolic-dim", "--int-high"};
   std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile", "--background-compile", "--tiering"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   switches.insert(switches.end(), kCacheSwitches.begin(), kCacheSwitches.end());
   Args args = Args::parse(argc, argv, 2, valued, switches);
-  if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file"};
+  if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file (a text graph or an ONNX model)"};
   EngineOptions options;
   options.backend = parse_backend(args.get("--backend").value_or("static"));
   options.num_threads = int(args.get_int("--threads", 0, 0, 1024));
@@ -110,9 +115,10 @@ int cmd_run(int argc, char** argv) {
   if (options.num_threads == 0) options.num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   int64_t repeat = args.get_int("--repeat", 1, 1, 1000000);
   uint64_t seed = uint64_t(args.get_int("--seed", 0, 0, INT64_MAX));
+  const int64_t int_high = args.get_int("--int-high", 2, 1, int64_t(1) << 53);
   bool json = args.has("--json");
 
-  Graph graph = load_graph(args.positional[0]);
+  Graph graph = load_model(args.positional[0]);
 
   DimBindings dims = parse_dims(args);
 
@@ -123,7 +129,7 @@ int cmd_run(int argc, char** argv) {
     ValueId v = graph.find_value(name);
     if (v == kNoValue || graph.value(v).kind != ValueKind::Input)
       fail(ErrorCode::InvalidArgument, "--input ", name, ": graph '", graph.name(), "' has no input of that name");
-    Tensor t = read_npy(path);
+    Tensor t = read_input_file(path);
     bind_input(graph, v, TensorType{t.dtype(), t.shape()}, &dims);
     inputs[name] = std::move(t);
   }
@@ -132,8 +138,9 @@ int cmd_run(int argc, char** argv) {
     const std::string& name = graph.value(graph.inputs()[i]).name;
     if (inputs.count(name)) continue;
     const TensorType& t = types[i];
+    // Integers draw from [0, int_high): make_random rounds toward zero, so high stays out.
     RandomRecipe r = is_floating(t.dtype) ? RandomRecipe::normal(seed * 1000 + i, 1.0)
-                                          : RandomRecipe::uniform(seed * 1000 + i, 0.0, 2.0);
+                                          : RandomRecipe::uniform(seed * 1000 + i, 0.0, double(int_high));
     inputs[name] = make_random(t.dtype, t.shape, r);
   }
 

@@ -36,9 +36,10 @@ namespace {
 const std::string kWarmupUsageText =
     "usage: fusor warmup GRAPH [--dim NAME=SPEC]... [--shapes FILE] [options]\n"
     "\n"
-    "Compiles GRAPH's kernels for every given shape into the persistent kernel store, so\n"
-    "that a later process runs those shapes without compiling. Shapes run in parallel on\n"
-    "one shared engine: a kernel that several shapes need is compiled once.\n"
+    "Compiles the kernels of GRAPH (a text graph or an ONNX model) for every given shape\n"
+    "into the persistent kernel store, so that a later process runs those shapes without\n"
+    "compiling. Shapes run in parallel on one shared engine: a kernel that several shapes\n"
+    "need is compiled once.\n"
     "\n"
     "shapes:\n"
     "  --dim NAME=SPEC      sizes of a named input dimension (repeatable); SPEC is SIZE,\n"
@@ -278,7 +279,7 @@ int cmd_warmup(int argc, char** argv) {
   std::vector<std::string> valued{"--dim", "--shapes", "--jobs", "--threads", "--backend"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   Args args = Args::parse(argc, argv, 2, valued, {"--json", "--quiet"});
-  if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file"};
+  if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file (a text graph or an ONNX model)"};
 
   EngineOptions options;
   options.backend = parse_backend(args.get("--backend").value_or("llvm"));
@@ -293,7 +294,7 @@ int cmd_warmup(int argc, char** argv) {
   const bool json = args.has("--json");
   std::vector<WarmShape> shapes = shapes_from_args(args);  // usage errors before reading the graph
 
-  Graph graph = load_graph(args.positional[0]);
+  Graph graph = load_model(args.positional[0]);
   check_shapes(graph, shapes);
   jobs = std::min<int64_t>(jobs, int64_t(shapes.size()));
 

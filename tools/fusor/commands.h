@@ -17,4 +17,8 @@ extern const char* const kExplainUsage;
 int cmd_warmup(int argc, char** argv);
 extern const char* const kWarmupUsage;
 
+/// `fusor ops [MODEL]`: the ONNX operators fusor loads, or those a model uses.
+int cmd_ops(int argc, char** argv);
+extern const char* const kOpsUsage;
+
 }  // namespace fusor::cli

@@ -25,6 +25,8 @@ const Command kCommands[] = {
      &fusor::cli::kExplainUsage},
     {"warmup", "compile a graph's kernels for a range or histogram of shapes into the store",
      fusor::cli::cmd_warmup, &fusor::cli::kWarmupUsage},
+    {"ops", "list the ONNX operators fusor loads, or those a model uses", fusor::cli::cmd_ops,
+     &fusor::cli::kOpsUsage},
 };
 
 void print_help() {

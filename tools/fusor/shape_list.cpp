@@ -69,8 +69,10 @@ std::vector<DimValues> parse_dim_specs(const std::vector<std::string>& specs) {
       if (lo < 0) throw UsageError{what + ": sizes must be >= 0"};
       if (uint64_t(hi - lo) >= kMaxWarmShapes)
         throw UsageError{what + ": " + item + " is more than " + std::to_string(kMaxWarmShapes) + " sizes"};
-      for (int64_t v = lo; v <= hi; ++v)
+      for (int64_t v = lo;; ++v) {  // (v == hi ends it: ++v past INT64_MAX would overflow)
         if (have.insert(v).second) it->second.push_back(v);
+        if (v == hi) break;
+      }
     }
     if (!any || list.back() == ',') throw UsageError{"--dim " + name + "=" + list + ": an empty item in the list"};
   }

@@ -11,6 +11,7 @@
 
 #include "codegen/kernel_spec.h"
 #include "ir/shape_inference.h"
+#include "tests/support/onnx_op_graphs.h"
 
 namespace fusor::test {
 
@@ -73,6 +74,15 @@ inline std::vector<CudaCase> cuda_cases() {
                "graph g\ninput x: f32[6, 10]\ninput y: f32[10, 6]\ninput mk: bool[10, 6]\nt = Transpose(x) {perm=[1, 0]}\n"
                "z = Mul(t, y)\no = Where(mk, z, y)\noutput o\n",
                {}, K::Pointwise, 1e-6, 1e-6});
+  // The ops added for ONNX exports: bool values, comparisons, logic, Log, the activations.
+  for (auto [a, b] : std::vector<std::array<int64_t, 2>>{{1, 1}, {3, 7}, {2, 36}}) {
+    std::string dims = std::to_string(a);  // appended, not concatenated: GCC 12's false -Wrestrict
+    dims.append("x").append(std::to_string(b));
+    c.push_back({std::string("pointwise onnx ops ").append(dims), onnx_pointwise_graph(), {{"A", a}, {"B", b}},
+                 K::Pointwise, 1e-5, 1e-5});
+    c.push_back({std::string("pointwise onnx compare ").append(dims), onnx_compare_graph(), {{"A", a}, {"B", b}},
+                 K::Pointwise, 0, 0});
+  }
   // Row reductions: warp per row (<= 1024), block per row with registers, recomputed.
   for (int64_t t : {1, 7, 32, 33, 200, 1024, 1500, 5000, 40000})
     c.push_back({"softmax scale mask cols " + std::to_string(t),
@@ -131,6 +141,7 @@ inline std::vector<CudaCase> cuda_cases() {
   c.push_back({"conv grouped", conv("group=2, pads=[1, 1, 1, 1]", 32, 4, 3, 3), img, K::Contraction, 1e-4, 1e-4});
   c.push_back({"conv depthwise", conv("group=8, pads=[1, 1, 1, 1]", 8, 1, 3, 3), img, K::Contraction, 1e-4, 1e-4});
   c.push_back({"conv 1x1", conv("", 64, 8, 1, 1), img, K::Contraction, 1e-4, 1e-4});
+  c.push_back({"conv relu6 clip", onnx_conv_epilogue_graph(), {{"N", 2}, {"H", 9}, {"W", 11}}, K::Contraction, 1e-4, 1e-4});
   // Attention: odd lengths, a key tile and a half, d != dv.
   for (auto [t, s, d, e] : std::vector<std::array<int64_t, 4>>{{1, 1, 8, 8}, {5, 7, 16, 24}, {37, 37, 64, 64}, {20, 50, 32, 40}})
     c.push_back({"attention t " + std::to_string(t) + " s " + std::to_string(s) + " d " + std::to_string(d) + " dv " +
@@ -138,6 +149,13 @@ inline std::vector<CudaCase> cuda_cases() {
                  attention("f32"), {{"B", 2}, {"H", 3}, {"T", t}, {"S", s}, {"D", d}, {"E", e}}, K::Attention, 1e-4, 1e-5});
   c.push_back({"attention f16", attention("f16"), {{"B", 1}, {"H", 2}, {"T", 9}, {"S", 9}, {"D", 16}, {"E", 16}},
                K::Attention, 2e-2, 2e-2});
+  // An exported mask: Where(bool [B, 1, T, T], 0, -big) computed in the score expression.
+  c.push_back({"attention bool mask",
+               "graph g\ninput q: f32[1, 2, T, 16]\ninput k: f32[1, 2, 16, T]\ninput v: f32[1, 2, T, 16]\n"
+               "input m: bool[1, 1, T, T]\nconst big: f32[] = [-3.4e38]\nconst zero: f32[] = [0.0]\n"
+               "s = MatMul(q, k)\nw = Where(m, zero, big)\na = Add(s, w)\np = Softmax(a) {axis=-1}\no = MatMul(p, v)\n"
+               "output o\n",
+               {{"T", 37}}, K::Attention, 1e-4, 1e-4});
   return c;
 }
 

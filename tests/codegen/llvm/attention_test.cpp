@@ -129,3 +129,53 @@ output y
     }
   }
 }
+
+TEST_SUITE("llvm/attention") {
+  // Exported masks: a bool [B, 1, T, T] (causal and padding) selected into the scores, in the
+  // chain or by a Where of its own that joins the group; bool accesses step by bytes in every
+  // tile (a regression: they were stepped as floats past the first tile).
+  TEST_CASE("bool masks in the score expression across tiles") {
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    const char* in_chain = R"(graph g
+input q: f32[1, 2, T, 16]
+input k: f32[1, 2, 16, T]
+input v: f32[1, 2, T, 16]
+input m: bool[1, 1, T, T]
+const big: f32[] = [-3.4e38]
+s = MatMul(q, k)
+a = Where(m, s, big)
+p = Softmax(a) {axis=-1}
+o = MatMul(p, v)
+output o
+)";
+    const char* side = R"(graph g
+input q: f32[1, 2, T, 16]
+input k: f32[1, 2, 16, T]
+input v: f32[1, 2, T, 16]
+input m: bool[1, 1, T, T]
+const big: f32[] = [-3.4e38]
+const zero: f32[] = [0.0]
+const scale: f32[] = [0.25]
+s = MatMul(q, k)
+c = Mul(s, scale)
+w = Where(m, zero, big)
+a = Add(c, w)
+p = Softmax(a) {axis=-1}
+o = MatMul(p, v)
+output o
+)";
+    for (const char* text : {in_chain, side})
+      for (int64_t t : {1, 7, 33, 64, 100}) {
+        CAPTURE(t);
+        FusedGraph f = test::fuse_text(text, {{"T", t}});
+        Tensor m = Tensor::empty(DType::Bool, {1, 1, t, t});
+        for (int64_t i = 0; i < t; ++i)
+          for (int64_t j = 0; j < t; ++j) m.set(i * t + j, j <= i && j < t - 2 ? 1 : i == 0);  // causal, 2 padded keys
+        CHECK(check_attention(*be, f,
+                              {{"q", test::randn({1, 2, t, 16}, 1)}, {"k", test::randn({1, 2, 16, t}, 2)},
+                               {"v", test::randn({1, 2, t, 16}, 3)}, {"m", m}},
+                              16, t) == 1);
+      }
+  }
+}

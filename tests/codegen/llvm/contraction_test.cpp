@@ -289,9 +289,10 @@ output y
 
   TEST_CASE("a stride-1 same-size convolution runs its panels across output rows") {
     // 56 pixels a row do not fill 64-float panels; flat panels over the 3136 pixels do.
+    // (8 channels: too few for Winograd, which takes the 3x3 convolutions with more.)
     FusedGraph f = test::fuse_text(R"(graph g
-input x: f32[1, 64, 56, 56]
-const w: f32[64, 64, 3, 3] = randn(seed=1, std=0.05)
+input x: f32[1, 8, 56, 56]
+const w: f32[64, 8, 3, 3] = randn(seed=1, std=0.05)
 c = Conv(x, w) {pads=[1, 1, 1, 1]}
 output c
 )",
@@ -341,6 +342,49 @@ output c
       std::optional<KernelSpec> vs = lower_group(v, g, &why);
       REQUIRE(vs);
       CHECK_FALSE(contraction_tiling(*vs, 16).flat);
+    }
+  }
+
+  TEST_CASE("3x3 stride-1 convolutions with enough channels run as Winograd F(2x2, 3x3)") {
+    // Each output is a different sum of the same products as the direct convolution's,
+    // through the transforms' additions (Note [Winograd convolutions]); the file's
+    // tolerance holds. Odd output sizes (partial tiles), no padding and asymmetric padding,
+    // batches, channel counts off the tile, large channel counts over small images, a
+    // residual and ReLU epilogue.
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    struct Conv {
+      int64_t n, c, h, w, m, pt, pl, pb, pr;
+      bool residual;
+    };
+    const Conv convs[] = {{1, 16, 9, 11, 16, 1, 1, 1, 1, false}, {2, 24, 7, 13, 37, 0, 0, 0, 0, true},
+                          {1, 16, 20, 17, 20, 2, 1, 0, 1, false}, {1, 256, 7, 7, 19, 1, 1, 1, 1, true},
+                          {1, 64, 56, 56, 64, 1, 1, 1, 1, true},  {3, 17, 7, 8, 16, 1, 1, 1, 1, false}};
+    for (const Conv& v : convs) {
+      std::ostringstream desc;
+      desc << "n" << v.n << " c" << v.c << " " << v.h << "x" << v.w << " m" << v.m << " pads " << v.pt << v.pl << v.pb
+           << v.pr << (v.residual ? " residual" : "");
+      CAPTURE(desc.str());
+      const int64_t oh = v.h + v.pt + v.pb - 2, ow = v.w + v.pl + v.pr - 2;
+      std::ostringstream g;
+      g << "graph g\ninput x: f32[" << dims({v.n, v.c, v.h, v.w}) << "]\n";
+      if (v.residual) g << "input r: f32[" << dims({v.n, v.m, oh, ow}) << "]\n";
+      g << "const w: f32[" << dims({v.m, v.c, 3, 3}) << "] = randn(seed=7, std=" << 1.0 / std::sqrt(double(v.c * 9))
+        << ")\nconst b: f32[" << v.m << "] = randn(seed=8, std=0.1)\n"
+        << "c = Conv(x, w, b) {pads=[" << v.pt << ", " << v.pl << ", " << v.pb << ", " << v.pr << "]}\n"
+        << (v.residual ? "s = Add(c, r)\ny = Relu(s)\n" : "y = Relu(c)\n") << "output y\n";
+      FusedGraph f = test::fuse_text(g.str(), {});
+      for (const FusionGroup& grp : f.groups) {
+        if (grp.kind != GroupKind::Contraction) continue;
+        std::string why;
+        std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+        REQUIRE(spec);
+        for (int64_t vl : {8, 16}) CHECK(contraction_tiling(*spec, vl).winograd);
+      }
+      if (!be) continue;
+      std::map<std::string, Tensor> inputs{{"x", test::randn({v.n, v.c, v.h, v.w}, 9)}};
+      if (v.residual) inputs["r"] = test::randn({v.n, v.m, oh, ow}, 10);
+      Checked c = check_contraction(*be, f, inputs, 1.0, v.c * v.h * v.w < 20000);
+      CHECK(c.kernels == 1);
     }
   }
 

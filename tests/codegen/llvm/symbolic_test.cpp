@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "codegen/llvm/emit_attention.h"
 #include "codegen/lower.h"
 #include "codegen/symbolic.h"
 #include "jit/thread_pool.h"
@@ -121,6 +122,71 @@ TEST_SUITE("llvm/symbolic") {
     // Batch 1 and 3 fold into the same rows: four kernels for 21 shapes.
     CHECK(compiled.size() == 4);
     CHECK(kinds == std::set<std::string>{"contraction", "row_reduction", "pointwise"});
+  }
+
+  TEST_CASE("symbolic self-attention: one compile serves every length up to its scratch bound") {
+    // One head of 32 (a multi-head context written head-major has a head stride of T x d,
+    // codegen/symbolic_test.cpp), an additive [1, 1, T] mask: queries and keys are both T.
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    const char* text = R"(graph attn
+input q: f32[1, T, 32]
+input k: f32[1, T, 32]
+input v: f32[1, T, 32]
+input mask: f32[1, 1, T]
+const scale: f32[] = [0.176776695]
+kt = Transpose(k) {perm=[0, 2, 1]}
+s = MatMul(q, kt)
+ss = Mul(s, scale)
+sm = Add(ss, mask)
+p = Softmax(sm) {axis=-1}
+c = MatMul(p, v)
+y = Tanh(c)
+output y
+)";
+    const FusedGraph ref = test::fuse_text(text, {{"T", 5}});
+    std::shared_ptr<const CompiledKernel> k;
+    int runs = 0;
+    for (int64_t t : {1, 2, 3, 7, 8, 9, 16, 17, 33, 100, 129, 200}) {
+      CAPTURE(t);
+      const FusedGraph f = test::fuse_text(text, {{"T", t}});
+      REQUIRE(f.groups.size() == ref.groups.size());
+      const uint64_t seed = uint64_t(t);
+      const std::map<std::string, Tensor> inputs = {{"q", test::randn({1, t, 32}, seed)},
+                                                    {"k", test::randn({1, t, 32}, seed + 1)},
+                                                    {"v", test::randn({1, t, 32}, seed + 2)},
+                                                    {"mask", test::randn({1, 1, t}, seed + 3)}};
+      const std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
+      for (size_t i = 0; i < f.groups.size(); ++i) {
+        std::string why;
+        std::optional<KernelSpec> exact = lower_group(f, f.groups[i], &why), other = lower_group(ref, ref.groups[i], &why);
+        if (!exact || !other || exact->kind != KernelKind::Attention) continue;
+        INFO(exact->str());
+        std::optional<SymbolicSpec> sym = symbolize(*exact, *other, &why);
+        REQUIRE_MESSAGE(sym, why);
+        CHECK(sym->extent == t);
+        REQUIRE_MESSAGE(be->supports(sym->spec, &why), why);
+        if (!k) k = be->compile(sym->spec);
+        REQUIRE(k->spec.same_code(sym->spec));  // the one kernel, compiled once
+        // Bounded by 1 MiB of scratch: K, V and a 16-row score block, 80 floats a key.
+        CHECK(k->max_extent == attention_max_extent(sym->spec));
+        CHECK(k->max_extent > 3000);
+        CHECK(k->max_extent < 3300);
+        CHECK(k->tasks_for(t) == (t + k->tasks_per - 1) / k->tasks_per);
+        test::KernelRuns r = test::run_kernel(*k, *exact, f, values, false, sym->extent);
+        size_t o = 0;
+        for (size_t j = 0; j < exact->buffers.size(); ++j) {
+          if (!exact->buffers[j].output) continue;
+          const Tensor& want = values[size_t(r.outs[o++])];
+          const Tensor got = r.serial[j].reshaped(want.shape());
+          FUSOR_CHECK_CLOSE(r.pooled[j].reshaped(want.shape()), got, 0, 0);
+          // attention_test.cpp's bound: 2e-5 relative, 2e-6 * sqrt(d + tk) absolute
+          FUSOR_CHECK_CLOSE(got, want, 2e-5, 2e-6 * std::sqrt(double(32 + t)));
+        }
+        ++runs;
+      }
+    }
+    CHECK(runs == 12);
   }
 
   TEST_CASE("a symbolic GEMM's task split follows the run-time rows") {

@@ -456,3 +456,94 @@ TEST_SUITE("static/elementwise") {
     CHECK(test::run_static_op(OpKind::Cast, {e}, {{"to", "i64"}})[0].numel() == 0);
   }
 }
+
+TEST_SUITE("static/elementwise") {
+  TEST_CASE("Abs Reciprocal Log LeakyRelu HardSigmoid HardSwish match the reference") {
+    uint64_t seed = 9000;
+    for (DType t : kFloats) {
+      for (int64_t n : sweep_sizes()) {
+        for (const Shape& s : unary_shapes(n)) {
+          const Tensor x = test::randn(s, seed++, 4.0, t);
+          const Tensor pos = test::uniform(s, seed++, 1e-3, 50, t);
+          INFO(dtype_name(t) << " " << s.str());
+          const Tol exact = float_tol(t, 0), one = float_tol(t, 1.2e-7), two = float_tol(t, 2.4e-7);
+          FUSOR_CHECK_CLOSE(test::run_static_op(OpKind::Abs, {x})[0], test::ref::unary(OpKind::Abs, x), exact.rtol, exact.atol);
+          FUSOR_CHECK_CLOSE(test::run_static_op(OpKind::Reciprocal, {x})[0], test::ref::unary(OpKind::Reciprocal, x), one.rtol,
+                            one.atol);
+          FUSOR_CHECK_CLOSE(test::run_static_op(OpKind::Log, {pos})[0], test::ref::unary(OpKind::Log, pos), two.rtol, 1e-7);
+          FUSOR_CHECK_CLOSE(test::run_static_op(OpKind::LeakyRelu, {x}, {{"alpha", 0.1}})[0], test::ref::leaky_relu(x, double(0.1f)),
+                            two.rtol, two.atol);
+          // HardSigmoid / HardSwish: a multiply and an add (maybe fused) before the clamp: 2 ulp,
+          // absolute near the clamp's 0.
+          FUSOR_CHECK_CLOSE(test::run_static_op(OpKind::HardSigmoid, {x}, {{"alpha", 0.25}, {"beta", 0.4}})[0],
+                            test::ref::hard_sigmoid(x, 0.25, double(0.4f)), two.rtol, 1e-7);
+          FUSOR_CHECK_CLOSE(test::run_static_op(OpKind::HardSwish, {x})[0], test::ref::unary(OpKind::HardSwish, x),
+                            float_tol(t, 4e-7).rtol, 1e-6);
+        }
+      }
+    }
+    // Abs of integers wraps at the minimum; of -0 and NaN it is +0 and NaN.
+    const Tensor i = int_tensor<int32_t>(DType::I32, {-5, 7, std::numeric_limits<int32_t>::min()});
+    check_exact(test::run_static_op(OpKind::Abs, {i})[0], test::ref::unary(OpKind::Abs, i));
+    const Tensor sp = test::make(DType::F32, {4}, {-0.0, NAN, -INFINITY, 0.0});
+    const Tensor a = test::run_static_op(OpKind::Abs, {sp})[0];
+    CHECK(!std::signbit(a.at(0)));
+    CHECK(std::isnan(a.at(1)));
+    CHECK(a.at(2) == INFINITY);
+    CHECK(test::run_static_op(OpKind::Reciprocal, {sp})[0].at(0) == -INFINITY);
+    CHECK(std::isnan(test::run_static_op(OpKind::Log, {test::make(DType::F32, {1}, {-1.0})})[0].at(0)));
+    CHECK(std::isnan(test::run_static_op(OpKind::HardSwish, {sp})[0].at(1)));
+    CHECK(std::isnan(test::run_static_op(OpKind::LeakyRelu, {sp})[0].at(1)));
+  }
+
+  TEST_CASE("Clip with input bounds attribute bounds one bound or none") {
+    uint64_t seed = 9500;
+    const double inf = INFINITY;
+    struct Bounds {
+      bool lo, hi;
+      double l, h;
+    };
+    for (DType t : kAllNumeric) {
+      const bool ints = t == DType::I32 || t == DType::I64;
+      for (const Bounds& b : std::vector<Bounds>{{true, true, 0, 6}, {true, false, -1, 0}, {false, true, 0, 2}, {false, false, 0, 0},
+                                                 {true, true, 3, -3}}) {
+        for (int64_t n : {1, 15, 17, 70001}) {
+          const Tensor x = ints ? test::uniform({n}, seed++, -100, 100, t) : test::randn({n}, seed++, 5.0, t);
+          std::vector<OpInput> ins{x, b.lo ? OpInput(test::make(t, {}, {b.l})) : OpInput::none(),
+                                   b.hi ? OpInput(test::make(t, {}, {b.h})) : OpInput::none()};
+          const Tensor want = test::ref::clip(x, b.lo ? b.l : -inf, b.hi ? b.h : inf);
+          for (Parallel* par : parallels()) check_exact(test::run_static_op(OpKind::Clip, ins, {}, *par)[0], want);
+          if (!ints) {  // the opset-6 form
+            Attributes attrs;
+            if (b.lo) attrs["min"] = b.l;
+            if (b.hi) attrs["max"] = b.h;
+            check_exact(test::run_static_op(OpKind::Clip, {x}, attrs)[0], want);
+          }
+        }
+      }
+    }
+    // NaN passes; bounds outside the i32 range clip nothing.
+    CHECK(std::isnan(test::run_static_op(OpKind::Clip, {test::make(DType::F32, {1}, {NAN})}, {{"min", 0.0}, {"max", 6.0}})[0].at(0)));
+    const Tensor i = int_tensor<int32_t>(DType::I32, {std::numeric_limits<int32_t>::min(), 5});
+    check_exact(test::run_static_op(OpKind::Clip, {i, test::make(DType::I32, {}, {-2147483648.0})})[0], i);
+  }
+
+  TEST_CASE("activation errors name the node and the attribute") {
+    const Tensor x = test::randn({4}, 1);
+    std::string msg;
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::Clip, {x, test::make(DType::F32, {}, {0.0})}, {{"min", 0.0}}); }, &msg) ==
+          ErrorCode::InvalidGraph);
+    CHECK(msg.find("min given both") != std::string::npos);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::Clip, {x, test::make(DType::F32, {2}, {0.0, 1.0})}); }) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::Clip, {x, test::make(DType::I64, {}, {0.0})}); }) ==
+          ErrorCode::DTypeMismatch);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::LeakyRelu, {x}, {{"alpha", double(INFINITY)}}); }, &msg) ==
+          ErrorCode::InvalidGraph);
+    CHECK(msg.find("alpha must be finite") != std::string::npos);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::HardSigmoid, {x}, {{"beta", double(NAN)}}); }) == ErrorCode::InvalidGraph);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::Log, {test::make(DType::I32, {1}, {1})}); }) == ErrorCode::DTypeMismatch);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::HardSwish, {x}, {{"alpha", 1.0}}); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("unknown attribute 'alpha'") != std::string::npos);
+  }
+}

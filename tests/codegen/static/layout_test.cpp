@@ -11,6 +11,7 @@
 #include "ir/error.h"
 #include "jit/thread_pool.h"
 #include "tests/support/reference_contraction.h"
+#include "tests/support/reference_indexing.h"
 #include "tests/support/test_util.h"
 
 using namespace fusor;
@@ -239,5 +240,135 @@ TEST_SUITE("static/layout") {
           CHECK(e.message().find("[-5, 4]") != std::string::npos);
         }
       }
+  }
+}
+
+TEST_SUITE("static/layout") {
+  TEST_CASE("Split by input sizes by attribute by num_outputs and into equal parts") {
+    uint64_t seed = 700;
+    for (DType t : kAllDTypes) {
+      const Tensor x = sample({4, 9, 17}, seed++, t);
+      struct Case {
+        Attributes attrs;
+        std::vector<int64_t> input_sizes;  // empty: no split input
+        int outputs;
+        int axis;
+        std::vector<int64_t> want;
+      };
+      const std::vector<Case> cases = {
+          {{{"axis", int64_t(1)}}, {2, 0, 7}, 3, 1, {2, 0, 7}},
+          {{{"axis", int64_t(-1)}, {"split", std::vector<int64_t>{16, 1}}}, {}, 2, 2, {16, 1}},
+          {{{"axis", int64_t(2)}, {"num_outputs", int64_t(3)}}, {}, 3, 2, {6, 6, 5}},
+          {{{"axis", int64_t(0)}}, {}, 2, 0, {2, 2}},
+          {{{"axis", int64_t(1)}}, {}, 3, 1, {3, 3, 3}},
+      };
+      for (const Case& c : cases) {
+        std::vector<OpInput> ins{x};
+        if (!c.input_sizes.empty()) ins.push_back(OpInput::constant_of(ints(c.input_sizes)));
+        const std::vector<Tensor> want = test::ref::split(x, c.axis, c.want);
+        for (Parallel* par : {&serial_parallel(), &pool()}) {
+          std::vector<Tensor> got = run_static_op(OpKind::Split, ins, c.attrs, *par, c.outputs);
+          REQUIRE(got.size() == want.size());
+          for (size_t k = 0; k < got.size(); ++k) FUSOR_CHECK_CLOSE(got[k], want[k], 0, 0);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("Split errors") {
+    const Tensor x = randn({4, 9}, 1);
+    std::string msg;
+    CHECK(error_of([&] { run_static_op(OpKind::Split, {x, OpInput::constant_of(ints({4, 4}))}, {{"axis", int64_t(1)}}, serial_parallel(), 2); },
+                   &msg) == ErrorCode::ShapeMismatch);
+    CHECK(msg.find("sums to 8") != std::string::npos);
+    CHECK(error_of([&] { run_static_op(OpKind::Split, {x}, {{"axis", int64_t(1)}}, serial_parallel(), 2); }, &msg) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(error_of([&] { run_static_op(OpKind::Split, {x, OpInput::constant_of(ints({-1, 10}))}, {{"axis", int64_t(1)}}, serial_parallel(), 2); }) ==
+          ErrorCode::InvalidGraph);
+    CHECK(error_of([&] { run_static_op(OpKind::Split, {x}, {{"num_outputs", int64_t(3)}}, serial_parallel(), 2); }, &msg) ==
+          ErrorCode::InvalidGraph);
+    CHECK(error_of([&] { run_static_op(OpKind::Split, {x}, {{"axis", int64_t(5)}}, serial_parallel(), 2); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("axis 5") != std::string::npos);
+    const int64_t big = std::numeric_limits<int64_t>::max();
+    CHECK(error_of([&] { run_static_op(OpKind::Split, {x, OpInput::constant_of(ints({big, big}))}, {{"axis", int64_t(1)}}, serial_parallel(), 2); },
+                   &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("split") != std::string::npos);
+  }
+
+  TEST_CASE("Expand and Tile in every dtype") {
+    uint64_t seed = 800;
+    for (DType t : kAllDTypes) {
+      for (const auto& [s, target] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
+               {{3, 1}, {2, 3, 17}}, {{}, {5}}, {{1, 17}, {4, 1}}, {{2, 1, 3}, {2, 4, 3}}, {{5}, {1}}, {{1}, {3, 40000}}}) {
+        const Tensor x = sample(s, seed++, t);
+        check_exact(OpKind::Expand, {x, OpInput::constant_of(ints(target))}, {}, test::ref::expand(x, target));
+      }
+      for (const auto& [s, rep] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
+               {{3, 4}, {2, 3}}, {{5}, {1}}, {{2, 1, 3}, {1, 4, 2}}, {{7}, {0}}, {{2, 9}, {3000, 1}}}) {
+        const Tensor x = sample(s, seed++, t);
+        check_exact(OpKind::Tile, {x, OpInput::constant_of(ints(rep))}, {}, test::ref::tile(x, rep));
+      }
+    }
+    const Tensor x = randn({3, 2}, 1);
+    CHECK(error_of([&] { run_static_op(OpKind::Expand, {x, OpInput::constant_of(ints({4, 2}))}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([&] { run_static_op(OpKind::Expand, {x, OpInput::constant_of(ints({-2, 2}))}); }) == ErrorCode::InvalidGraph);
+    CHECK(error_of([&] { run_static_op(OpKind::Tile, {x, OpInput::constant_of(ints({2}))}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([&] { run_static_op(OpKind::Tile, {x, OpInput::constant_of(ints({-1, 1}))}); }) == ErrorCode::InvalidGraph);
+    std::string msg;
+    const int64_t huge = int64_t(1) << 62;
+    CHECK(error_of([&] { run_static_op(OpKind::Tile, {x, OpInput::constant_of(ints({huge, 4}))}); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("repeats") != std::string::npos);
+    CHECK(error_of([&] { run_static_op(OpKind::Expand, {x}); }) == ErrorCode::InvalidGraph);  // arity
+  }
+
+  TEST_CASE("Pad in every mode and dtype with negative pads and axes") {
+    uint64_t seed = 900;
+    for (DType t : kAllDTypes) {
+      const Tensor x = sample({3, 5, 4}, seed++, t);
+      struct Case {
+        std::string mode;
+        std::vector<int64_t> begin, end;
+      };
+      for (const Case& c : std::vector<Case>{{"constant", {0, 2, 1}, {1, 0, 3}},
+                                             {"constant", {-1, 1, 0}, {0, -2, 2}},
+                                             {"reflect", {2, 4, 3}, {1, 3, 0}},
+                                             {"edge", {3, 1, 5}, {2, 6, 0}},
+                                             {"wrap", {1, 7, 2}, {4, 0, 9}}}) {
+        std::vector<int64_t> pads = c.begin;
+        pads.insert(pads.end(), c.end.begin(), c.end.end());
+        INFO(c.mode << " " << dtype_name(t));
+        const Tensor want = test::ref::pad(x, c.begin, c.end, c.mode, t == DType::Bool ? 1.0 : 2.0);
+        const Tensor value = test::make(t, {}, {t == DType::Bool ? 1.0 : 2.0});
+        check_exact(OpKind::Pad, {x, OpInput::constant_of(ints(pads)), value}, {{"mode", c.mode}}, want);
+        check_exact(OpKind::Pad, {x}, {{"mode", c.mode}, {"pads", pads}, {"value", t == DType::Bool ? 1.0 : 2.0}}, want);
+      }
+      // Only some axes (opset 18), the constant defaulting to 0.
+      const Tensor want = test::ref::pad(x, {0, 0, 2}, {0, 0, 1}, "constant", 0.0);
+      check_exact(OpKind::Pad, {x, OpInput::constant_of(ints({-1, 1})), OpInput::none(), OpInput::constant_of(ints({-1}))}, {},
+                  test::ref::pad(x, {0, 0, -1}, {0, 0, 1}, "constant", 0.0));
+      check_exact(OpKind::Pad, {x, OpInput::constant_of(ints({2, 1})), OpInput::none(), OpInput::constant_of(ints({2}))}, {}, want);
+    }
+    const Tensor big = randn({600, 300}, 3);
+    check_exact(OpKind::Pad, {big, OpInput::constant_of(ints({1, 2, 3, 4}))}, {{"mode", "reflect"}}, test::ref::pad(big, {1, 2}, {3, 4}, "reflect", 0));
+  }
+
+  TEST_CASE("Pad errors name the node and the pads") {
+    const Tensor x = randn({3, 4}, 1);
+    std::string msg;
+    CHECK(error_of([&] { run_static_op(OpKind::Pad, {x, OpInput::constant_of(ints({1, 1}))}); }, &msg) == ErrorCode::ShapeMismatch);
+    CHECK(msg.find("node 'op' (Pad)") != std::string::npos);
+    CHECK(error_of([&] { run_static_op(OpKind::Pad, {x, OpInput::constant_of(ints({3, 0, 0, 0}))}, {{"mode", "reflect"}}); }, &msg) ==
+          ErrorCode::InvalidGraph);
+    CHECK(msg.find("reflect") != std::string::npos);
+    CHECK(error_of([&] { run_static_op(OpKind::Pad, {x, OpInput::constant_of(ints({-4, 0, 0, 0}))}); }) == ErrorCode::InvalidGraph);
+    CHECK(error_of([&] { run_static_op(OpKind::Pad, {x}, {{"mode", "mirror"}, {"pads", std::vector<int64_t>{0, 0, 0, 0}}}); }) ==
+          ErrorCode::InvalidGraph);
+    CHECK(error_of([&] { run_static_op(OpKind::Pad, {x}); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("pads is missing") != std::string::npos);
+    const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+    for (int64_t v : {big, small, int64_t(1) << 50})
+      CHECK(error_of([&] { run_static_op(OpKind::Pad, {x, OpInput::constant_of(ints({v, 0, v, 0}))}); }) == ErrorCode::InvalidGraph);
+    CHECK(error_of([&] { run_static_op(OpKind::Pad, {Tensor::empty(DType::F32, {0, 2}), OpInput::constant_of(ints({1, 0, 0, 0}))},
+                                       {{"mode", "edge"}}); }) == ErrorCode::InvalidGraph);
   }
 }

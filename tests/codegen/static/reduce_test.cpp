@@ -1,4 +1,4 @@
-// Static ReduceSum / ReduceMean / ReduceMax kernels against the double-precision reference: every axis
+// Static ReduceSum / ReduceMean / ReduceMax / ReduceMin kernels against the double-precision reference: every axis
 // subset of ranks 0..4 (row, column, middle and interleaved reductions), negative axes,
 // keepdims 0/1, empty axes with and without noop_with_empty_axes, axes as attribute or
 // constant input; serial and on a 4-thread pool; f32 / f16 / bf16 / i32 / i64.
@@ -71,7 +71,7 @@ TEST_SUITE("static/reduce") {
     const std::vector<DType> dtypes = {DType::F32, DType::I32, DType::I64, DType::F16, DType::BF16};
     std::vector<int64_t> sizes = test::sizes_around(8);
     for (int64_t v : test::sizes_around(16)) sizes.push_back(v);
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax}) {
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin}) {
       for (DType t : dtypes) {
         for (int64_t n : sizes) {
           const std::vector<Shape> shapes = {{n}, {3, n}, {n, 5}, {2, n, 3}, {2, 3, 1, n}};
@@ -87,7 +87,7 @@ TEST_SUITE("static/reduce") {
   }
 
   TEST_CASE("rank 0 and empty axes") {
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax}) {
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin}) {
       const Tensor s = test::randn({}, 1);
       check_reduce(op, DType::F32, s, {}, true, false);
       check_reduce(op, DType::F32, s, {}, false, false);
@@ -112,7 +112,7 @@ TEST_SUITE("static/reduce") {
         {{16, 500, 9, 40}, {0, 2}},     // interleaved, innermost kept
         {{3, 1, 700, 1, 90}, {0, 2}},   // size-1 dims between groups
     };
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax})
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin})
       for (DType t : {DType::F32, DType::I64})
         for (const auto& [shape, axes] : cases) check_reduce(op, t, input(t, shape, seed++), axes, true, false);
   }

@@ -3,6 +3,7 @@
 
 #include <ir/builder.h>
 #include <jit/engine.h>
+#include <onnx/load_onnx.h>
 
 int main() {
   fusor::GraphBuilder b("consumer");
@@ -12,6 +13,13 @@ int main() {
   fusor::Tensor in = fusor::Tensor::from_doubles(fusor::DType::F32, fusor::Shape{3}, {1, -2, 3});
   fusor::Tensor y = engine.run(b.build(), {{"x", in}}).at("y");
   bool ok = y.at(0) == 0 && y.at(1) == 2 && y.at(2) == 0;
+  // The ONNX front end links too (its protobuf dependencies come with the package).
+  try {
+    fusor::load_onnx_bytes("not a model");
+    ok = false;
+  } catch (const fusor::Error& e) {
+    ok = ok && e.code() == fusor::ErrorCode::ParseError;
+  }
   std::printf("consumer: %s\n", ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }

@@ -297,3 +297,39 @@ output y
     FUSOR_CHECK_GOLDEN(text, groups_of(text, {}), std::string("contraction gemm+add+relu: m a y\n"));
   }
 }
+
+TEST_SUITE("ir/passes/group_fusions") {
+  TEST_CASE("the ONNX pointwise ops join pointwise groups and conv epilogues") {
+    FusedGraph f = test::fuse_text(R"(graph g
+input x: f32[1, 4, 6, 6]
+const w: f32[4, 4, 1, 1] = randn(seed=1, std=0.5)
+const zero: f32[] = [0.0]
+const six: f32[] = [6.0]
+c = Conv(x, w)
+r = Clip(c, zero, six)
+s = HardSwish(r)
+t = Abs(s)
+u = Log(t)
+e = Equal(u, zero)
+y = Where(e, zero, u)
+output y
+)",
+                                   {});
+    CHECK(test::group_summary(f).find("contraction conv+clip+hardswish+abs+log+equal+where") != std::string::npos);
+  }
+
+  TEST_CASE("an epilogue diamond joins whole: Where(IsNaN(o), 0, o) after a MatMul") {
+    FusedGraph f = test::fuse_text(R"(graph g
+input a: f32[4, 8]
+input b: f32[8, 3]
+const zero: f32[] = [0.0]
+o = MatMul(a, b)
+n = IsNaN(o)
+y = Where(n, zero, o)
+z = Relu(y)
+output z
+)",
+                                   {});
+    CHECK(test::group_summary(f).find("contraction matmul+isnan+where+relu") != std::string::npos);
+  }
+}

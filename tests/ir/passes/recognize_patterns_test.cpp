@@ -101,6 +101,35 @@ output y
     CHECK(g.node(0).attrs.at("epsilon").f() == doctest::Approx(1e-5));
   }
 
+  TEST_CASE("the exporters' decomposed LayerNorm: opset-18 axes inputs and the tanh GELU with Pow") {
+    // torch.onnx at opset < 17 (TorchScript) writes LayerNorm this way; at opset 18 the
+    // ReduceMeans take their axes as an input. GPT-2's gelu_new spells x^3 as Pow(x, 3).
+    const char* body = R"(const ax: i64[1] = [-1]
+mu = ReduceMean(x, ax)
+d = Sub(x, mu)
+p = Pow(d, two)
+v = ReduceMean(p, ax)
+ve = Add(v, eps)
+s = Sqrt(ve)
+n = Div(d, s)
+g1 = Mul(n, gamma)
+y = Add(g1, beta)
+h = Mul(y, half)
+cube = Pow(y, three)
+kc = Mul(cube, k)
+in = Add(y, kc)
+sc = Mul(in, c)
+t = Tanh(sc)
+a = Add(t, one)
+z = Mul(h, a)
+output z
+)";
+    FusionLog log;
+    std::string before;
+    std::string after = recognize(std::string(kConsts) + body, &log, &before);
+    FUSOR_CHECK_GOLDEN(before, after, std::string("y = LayerNormalization(x, gamma, beta)\nz = Gelu(y)\noutput z"));
+  }
+
   TEST_CASE("decomposed Softmax collapses with and without the shift") {
     FusionLog log;
     std::string before;

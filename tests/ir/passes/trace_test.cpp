@@ -71,3 +71,50 @@ output z
     CHECK(test::structure(g) == "y = Neg(x)\noutput y");
   }
 }
+
+TEST_SUITE("ir/passes/trace") {
+  TEST_CASE("causal and position masks built from shapes fold to constants") {
+    // GPT-2 style: ones of [T, T] from the input's shape, Trilu, compared, a Where to the
+    // additive mask; BERT style: position ids by CumSum of ones and an Expand; Range with
+    // LessOrEqual as the torch.export masks write it.
+    const char* text = R"(graph masks
+input x: f32[B, T, 8]
+const ax0: i64[1] = [0]
+const two: i64[1] = [1]
+const idx1: i64[] = [1]
+const zero: f32[] = [0.0]
+const neg: f32[] = [-10000.0]
+const r0: i64[] = [0]
+const r1: i64[] = [1]
+s = Shape(x)
+t = Gather(s, idx1)
+tt = Unsqueeze(t, ax0)
+sq = Concat(tt, tt) {axis=0}
+ones = ConstantOfShape(sq) {dtype="bool", value=1.0}
+tri = Trilu(ones) {upper=0}
+add = Where(tri, zero, neg)
+o1 = ConstantOfShape(tt) {dtype="i64", value=1.0}
+pos = CumSum(o1, r0)
+bs = Shape(x) {end=2}
+pe = Expand(pos, bs)
+ar = Range(r0, t, r1)
+q = Unsqueeze(ar, two)
+le = LessOrEqual(ar, q)
+y = Add(x, zero)
+output y, add, pe, le
+)";
+    Graph g = test::trace_text(text, {{"B", 2}, {"T", 5}});
+    CHECK(g.nodes().size() == 1);  // only y = x + 0 depends on the data
+    const Tensor& mask = *g.constant_data(g.find_value("add"));
+    CHECK(mask.shape() == Shape{5, 5});
+    CHECK(mask.at(1) == -10000.0);  // above the diagonal
+    CHECK(mask.at(5) == 0.0);       // row 1, column 0
+    const Tensor& pe = *g.constant_data(g.find_value("pe"));
+    CHECK(pe.shape() == Shape{2, 5});
+    CHECK(pe.at(9) == 5.0);
+    const Tensor& le = *g.constant_data(g.find_value("le"));
+    CHECK(le.shape() == Shape{5, 5});
+    CHECK(le.at(1) == 0.0);  // [i, j] = j <= i: the causal pattern
+    CHECK(le.at(5) == 1.0);
+  }
+}

@@ -1,0 +1,125 @@
+// Static kernels of the indexing operators: GatherElements, GatherND and Trilu. Indices are
+// data: every one is range-checked (negative ones count from the end) before anything is
+// read, and an index out of range is the node's InvalidArgument error.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "codegen/static/kernel_util.h"
+#include "ir/ops/params.h"
+
+namespace fusor {
+
+namespace {
+
+using namespace static_kernels;
+
+// The indices of t as int64, each checked against [-dim, dim) and made non-negative;
+// dim_of(i) gives the bound of element i.
+template <class DimOf>
+std::vector<int64_t> checked_indices(const Node& n, const Tensor& t, DimOf dim_of, const char* what) {
+  std::vector<int64_t> idx(size_t(t.numel()));
+  const bool wide = t.dtype() == DType::I64;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int64_t v = wide ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+    const int64_t dim = dim_of(i);
+    if (v < -dim || v >= dim)
+      node_fail(n, ErrorCode::InvalidArgument, what, " ", v, " (element ", i, " of ", t.type_str(),
+                ") is out of range [", -dim, ", ", dim - 1, "]");
+    idx[size_t(i)] = v < 0 ? v + dim : v;
+  }
+  return idx;
+}
+
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  return r;
+}
+
+}  // namespace
+
+// y[i...] = x[i... with index[i...] at axis].
+void run_GatherElements(StaticKernelArgs& a) {
+  const Tensor& x = a.in(0);
+  const Tensor& ind = a.in(1);
+  Tensor& y = a.out();
+  const int axis = node_axis(a.node, attr_int(a.node, "axis"), x.rank(), "axis");
+  const int64_t dim = x.shape()[axis];
+  const std::vector<int64_t> idx = checked_indices(a.node, ind, [&](int64_t) { return dim; }, "index");
+  if (y.numel() == 0) return;
+  const std::vector<int64_t> xs = x.shape().strides();
+  const std::vector<int64_t>& is = ind.shape().dims();
+  const size_t elem = dtype_size(x.dtype());
+  const char* src = static_cast<const char*>(x.raw());
+  char* dst = static_cast<char*>(y.raw());
+  a.parallel.parallel_for(y.numel(), kElementGrain, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      int64_t rest = u, off = 0;
+      for (int d = x.rank() - 1; d >= 0; --d) {
+        const int64_t c = rest % is[size_t(d)];
+        rest /= is[size_t(d)];
+        off += (d == axis ? idx[size_t(u)] : c) * xs[size_t(d)];
+      }
+      std::memcpy(dst + u * int64_t(elem), src + off * int64_t(elem), elem);
+    }
+  });
+}
+
+// y[b..., i...] = x[b..., index[b..., i..., :], ...]: one block of the trailing dims per tuple.
+void run_GatherND(StaticKernelArgs& a) {
+  const Tensor& x = a.in(0);
+  const Tensor& ind = a.in(1);
+  Tensor& y = a.out();
+  const int b = int(attr_int(a.node, "batch_dims"));
+  const int64_t k = ind.shape()[-1];
+  const std::vector<int64_t> xs = x.shape().strides();
+  const std::vector<int64_t> idx =
+      checked_indices(a.node, ind, [&](int64_t i) { return x.shape()[b + int(i % k)]; }, "index");
+  if (y.numel() == 0) return;
+  int64_t batches = 1;
+  for (int d = 0; d < b; ++d) batches *= x.shape()[d];
+  const int64_t tuples = ind.numel() / k, per_batch = tuples / batches;
+  const size_t elem = dtype_size(x.dtype());
+  const int64_t block = (b + k < x.rank() ? xs[size_t(b + k - 1)] : 1) * int64_t(elem);
+  const int64_t batch_stride = b > 0 ? xs[size_t(b - 1)] : 0;
+  const char* src = static_cast<const char*>(x.raw());
+  char* dst = static_cast<char*>(y.raw());
+  a.parallel.parallel_for(tuples, std::max<int64_t>(1, kElementGrain * 4 / std::max<int64_t>(1, block)),
+                          [&](int64_t lo, int64_t hi) {
+                            for (int64_t t = lo; t < hi; ++t) {
+                              int64_t off = (t / per_batch) * batch_stride;
+                              for (int64_t j = 0; j < k; ++j) off += idx[size_t(t * k + j)] * xs[size_t(b + j)];
+                              std::memcpy(dst + t * block, src + off * int64_t(elem), size_t(block));
+                            }
+                          });
+}
+
+// Keeps element [..., i, j] where j - i >= k (upper) or j - i <= k (lower), zero elsewhere.
+void run_Trilu(StaticKernelArgs& a) {
+  const Tensor& x = a.in(0);
+  Tensor& y = a.out();
+  if (y.numel() == 0) return;
+  const int64_t k = a.has(1) ? a.in(1).data<int64_t>()[0] : 0;
+  const bool upper = attr_int(a.node, "upper") != 0;
+  const int64_t rows = x.shape()[-2], cols = x.shape()[-1];
+  const size_t elem = dtype_size(x.dtype());
+  const char* src = static_cast<const char*>(x.raw());
+  char* dst = static_cast<char*>(y.raw());
+  a.parallel.parallel_for(y.numel() / cols, std::max<int64_t>(1, kElementGrain / cols), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t i = r % rows;
+      // Kept columns: [i + k, cols) upper, [0, i + k] lower, clamped to the row (k may be
+      // anywhere in int64: the sums saturate).
+      const int64_t start = sat_add(i, k);
+      const int64_t lo = upper ? std::clamp<int64_t>(start, 0, cols) : 0;
+      const int64_t hi = upper ? cols : std::clamp<int64_t>(sat_add(start, 1), 0, cols);
+      char* out = dst + r * cols * int64_t(elem);
+      const char* in = src + r * cols * int64_t(elem);
+      std::memset(out, 0, size_t(cols) * elem);
+      if (hi > lo) std::memcpy(out + lo * int64_t(elem), in + lo * int64_t(elem), size_t(hi - lo) * elem);
+    }
+  });
+}
+
+}  // namespace fusor
