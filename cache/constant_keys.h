@@ -1,7 +1,7 @@
 // The keys under which the runtime shares constants across the plans of every shape: a
 // packed copy of a weight, the constants the passes derive, the pass-made constants
 // interned by their bytes, and a constant's copy on a device. The policies that use them
-// are in jit/engine.cpp (Notes [Derived constants], [Interned constants]) and
+// are in jit/shared_constants.h (Notes [Derived constants], [Interned constants]) and
 // jit/cuda_executor.cpp. Layer: cache (uses ir/).
 //
 // A constant is identified one of two ways:

@@ -1,8 +1,8 @@
 // KernelStore: what the runtime asks of a store of compiled kernels that outlives the
 // process (cubins, relocatable objects): get and put payloads under the bytes of a
-// KernelKey (KernelKey::serialize(), Note [Kernel key]), and say what it holds. The runtime
-// sees stores only through this, so a disk store, a remote one or a layered memory → disk →
-// remote store plug in alike. Layer: cache.
+// KernelKey (KernelKey::serialize(), Note [Kernel key]), and say what it holds. The kernel
+// source (jit/kernel_source.h) sees stores only through this, so a disk store, a remote
+// one or a layered memory → disk → remote store plug in alike. Layer: cache.
 //
 // A store never throws for a bad entry or an unreachable medium: a get that cannot return
 // a valid payload is a miss, a put that cannot write returns false, and the store warns
