@@ -1,4 +1,5 @@
-// Runs every case of bench/cases.h on every backend at 1 and 2 threads, named
+// Runs every case of bench/cases.h on every host backend of codegen/backends.def this build
+// and machine have, at 1 and 2 threads, named
 // <case>/<backend>/t<threads> with GFLOPS or GBps counters (../shared/BENCH.md) and the
 // same as percentages of this machine's ceilings, measured at start (bench/ceilings.h):
 // pct_fma (of the fp32 FMA peak at that thread count) and pct_copy (of the copy bandwidth);
@@ -10,12 +11,12 @@
 #include "bench/bench_main.h"
 #include "bench/cases.h"
 #include "bench/ceilings.h"
-#include "ir/builder.h"
-#include "codegen/asmjit/asmjit_backend.h"
-#include "codegen/llvm/llvm_backend.h"
+#include "codegen/backends.h"
 #include "codegen/lower.h"
+#include "ir/builder.h"
 #include "ir/passes/pipeline.h"
 #include "jit/engine.h"
+#include "jit/executor.h"
 
 namespace fusor::bench {
 namespace {
@@ -46,11 +47,11 @@ void run_with(benchmark::State& state, const BenchCase& c, const EngineOptions& 
                                                     benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// One case on one backend. The static backend is measured unfused: it is the baseline of
-// precompiled per-op kernels that the JIT backends are compared with.
+// One case on one backend. The precompiled backend is measured unfused: it is the baseline
+// of per-op kernels that the JIT backends are compared with.
 void run_case(benchmark::State& state, const BenchCase& c, BackendKind backend, int threads) {
-  run_with(state, c, EngineOptions{.backend = backend, .num_threads = threads, .fuse = backend != BackendKind::Static,
-                                   .disk_cache = false});
+  const bool fuse = backend_info(backend).role != BackendRole::Precompiled;
+  run_with(state, c, EngineOptions{.backend = backend, .num_threads = threads, .fuse = fuse, .disk_cache = false});
 }
 
 // Symbolic vs exact kernels (Note [Symbolic kernels]) on a BERT-layer case: the llvm engine
@@ -114,15 +115,13 @@ KernelSpec spec_of_case(const std::string& name, GroupKind kind) {
   fail(ErrorCode::Internal, "bench case '", name, "' has no lowerable ", group_kind_name(kind), " group");
 }
 
-// Time to compile one kernel of each kind with LLVM, from the benchmark cases: pointwise
+// Time to compile one kernel of each kind with a JIT backend, from the benchmark cases: pointwise
 // (the 5-op chain), reduction (residual + LayerNorm), gemm (MatMul + bias + GELU, 128 x 768
 // x 3072), conv (Conv3x3 + folded BN + ReLU). Lowering is outside the timed region;
 // emission, optimization, codegen and linking inside.
 void compile_kind(benchmark::State& state, const char* case_name, GroupKind kind, BackendKind backend) {
   KernelSpec spec = spec_of_case(case_name, kind);
-  std::unique_ptr<JitBackend> be;
-  if (backend == BackendKind::Llvm) be = make_llvm_backend();
-  else be = make_asmjit_backend();
+  std::unique_ptr<JitBackend> be = make_jit_backend(backend);
   for (auto _ : state) benchmark::DoNotOptimize(be->compile(spec));
 }
 
@@ -189,8 +188,9 @@ void register_all() {
     benchmark::RegisterBenchmark(("static_add_16M/static/t" + std::to_string(t)).c_str(), single_op, "add", t)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
   }
-  // The JIT backends join when this build and machine have them.
-  std::vector<BackendKind> backends{BackendKind::Static};
+  // The host JIT backends join when this build and machine have them (a device backend has
+  // its own binary, fusor_gpu_bench).
+  std::vector<BackendKind> backends;
   const struct {
     const char* kind;
     const char* bench_case;
@@ -199,25 +199,30 @@ void register_all() {
                   {"reduction", "residual_layernorm_128x768", GroupKind::Reduction},
                   {"gemm", "matmul_bias_gelu_128x768x3072", GroupKind::Contraction},
                   {"conv", "conv3x3_bn_relu_64x56x56", GroupKind::Contraction}};
-  for (BackendKind jit : {BackendKind::Llvm, BackendKind::Asmjit}) {
-    const std::string name(backend_name(jit));
+  bool llvm = false;
+  for (const BackendInfo& b : kBackends) {
+    if (b.role == BackendRole::DeviceJit) continue;
+    const std::string name(b.name);
     try {
-      Engine probe(EngineOptions{.backend = jit, .num_threads = 1, .disk_cache = false});
-      backends.push_back(jit);
+      Engine probe(EngineOptions{.backend = b.kind, .num_threads = 1, .disk_cache = false});
+      backends.push_back(b.kind);
     } catch (const Error& e) {
       benchmark::AddCustomContext(name, e.what());
       continue;
     }
+    llvm |= b.kind == BackendKind::Llvm;
+    if (b.role != BackendRole::HostJit) continue;
     for (const auto& c : compiles)
       benchmark::RegisterBenchmark(("compile/" + std::string(c.kind) + "/" + name).c_str(), compile_kind, c.bench_case,
-                                   c.group, jit)
+                                   c.group, b.kind)
           ->Unit(benchmark::kMillisecond);
   }
-  if (backends.size() > 1 && backends[1] == BackendKind::Llvm)
+  // The dynamic-shape cases serve new shapes on llvm (background, tiering, symbolic).
+  if (llvm)
     for (const char* mode : {"static", "llvm", "llvm_background", "llvm_tiering", "llvm_symbolic"})
       benchmark::RegisterBenchmark((std::string("first_request/bert_layer_seq128/") + mode).c_str(), first_request, mode)
           ->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
-  if (backends.size() > 1 && backends[1] == BackendKind::Llvm)
+  if (llvm)
     for (const BenchCase& c : bench_cases())
       if (c.name.rfind("bert_layer_seq", 0) == 0)
         for (bool symbolic : {false, true})

@@ -23,6 +23,7 @@
 
 #include "cache/checksum.h"
 #include "cache/version.h"
+#include "ir/error.h"
 
 namespace fusor {
 
@@ -295,7 +296,7 @@ struct DiskStore::State {
     if (warn)
       warn(message);
     else
-      std::fprintf(stderr, "fusor: warning: %s\n", message.c_str());
+      warn_to_stderr(message);
   }
 
   std::string path_of(uint64_t h) const { return entries_dir + "/" + hex16(h); }
@@ -490,7 +491,7 @@ std::string DiskStore::entry_path(std::string_view key_bytes) const {
   return state_ ? state_->path_of(key_hash(key_bytes)) : "";
 }
 
-std::optional<std::vector<uint8_t>> DiskStore::load(std::string_view key_bytes) {
+std::optional<std::vector<uint8_t>> DiskStore::get(std::string_view key_bytes) {
   if (!enabled()) return std::nullopt;
   State& s = *state_;
   s.loads.fetch_add(1, std::memory_order_relaxed);
@@ -554,7 +555,7 @@ std::optional<std::vector<uint8_t>> DiskStore::load(std::string_view key_bytes) 
   return std::vector<uint8_t>(payload, payload + payload_len);
 }
 
-bool DiskStore::save(std::string_view key_bytes, std::span<const uint8_t> payload) {
+bool DiskStore::put(std::string_view key_bytes, std::span<const uint8_t> payload) {
   if (!enabled()) return false;
   State& s = *state_;
   std::string header(kMagic, sizeof kMagic);
@@ -671,6 +672,11 @@ DiskStore::Stats DiskStore::stats() const {
   out.write_failures = s.write_failures.load();
   out.bytes_read = s.bytes_read.load();
   out.bytes_written = s.bytes_written.load();
+  out.location = s.dir;
+  for (const Entry& e : entries()) {
+    ++out.entries;
+    out.bytes += e.bytes;
+  }
   return out;
 }
 

@@ -62,10 +62,13 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/kernel_store.h"
+
 namespace fusor {
 
-/// A persistent blob store keyed by serialized keys (see Note [Disk store]).
-class DiskStore {
+/// A persistent blob store keyed by serialized keys (see Note [Disk store]); the kernel
+/// store of one machine.
+class DiskStore final : public KernelStore {
  public:
   /// Version of the entry file layout (Note [Disk store entry]).
   static constexpr uint32_t kEntryFormatVersion = 1;
@@ -80,7 +83,7 @@ class DiskStore {
     std::string engine_version;
     /// Receives each warning (a full sentence); each is given once per store. Unset: stderr.
     std::function<void(const std::string&)> warn;
-    /// fsync each entry and its folder before save() returns (off: faster, but a power cut
+    /// fsync each entry and its folder before put() returns (off: faster, but a power cut
     /// may lose recent entries; never corrupts one, since loads validate).
     bool sync = true;
     /// The most bytes the entries may take: a save that passes it trims the least recently
@@ -88,17 +91,8 @@ class DiskStore {
     uint64_t max_bytes = 0;
   };
 
-  /// Counters of this process's use of the store.
-  struct Stats {
-    uint64_t loads = 0;          ///< load() calls on an enabled store
-    uint64_t hits = 0;           ///< loads that returned a payload
-    uint64_t misses = 0;         ///< loads that found no valid entry (includes corrupt)
-    uint64_t corrupt = 0;        ///< entries found stale, foreign, truncated or corrupt
-    uint64_t writes = 0;         ///< entries saved
-    uint64_t write_failures = 0; ///< saves that failed (disk full, removed directory)
-    uint64_t bytes_read = 0;     ///< payload bytes returned by load
-    uint64_t bytes_written = 0;  ///< payload bytes saved
-  };
+  /// Counters of this process's use of the store and what it holds now (location: dir()).
+  using Stats = StoreStats;
 
   /// One entry listed in the manifest.
   struct Entry {
@@ -117,7 +111,7 @@ class DiskStore {
 
   DiskStore(DiskStore&&) noexcept;
   DiskStore& operator=(DiskStore&&) noexcept;
-  ~DiskStore();
+  ~DiskStore() override;
 
   /// True when loads and saves reach the directory.
   bool enabled() const;
@@ -128,11 +122,11 @@ class DiskStore {
 
   /// The payload saved under key_bytes, or nullopt when there is none or the entry is not
   /// valid (warned about and removed). Thread-safe; never throws for a bad entry.
-  std::optional<std::vector<uint8_t>> load(std::string_view key_bytes);
+  std::optional<std::vector<uint8_t>> get(std::string_view key_bytes) override;
   /// Saves payload under key_bytes, replacing any previous entry atomically. False when
   /// disabled (warned at open) or when the write failed (warned once). Thread-safe; never
   /// throws.
-  bool save(std::string_view key_bytes, std::span<const uint8_t> payload);
+  bool put(std::string_view key_bytes, std::span<const uint8_t> payload) override;
 
   /// The entries the manifest lists (empty when disabled).
   std::vector<Entry> entries() const;
@@ -143,8 +137,8 @@ class DiskStore {
   /// rename and its manifest record, or to drop records of removed files).
   void rebuild_manifest();
 
-  /// This process's counters.
-  Stats stats() const;
+  /// This process's counters, and the entries the manifest lists now (none when disabled).
+  Stats stats() const override;
 
   /// The hash that names the entry of key_bytes.
   static uint64_t key_hash(std::string_view key_bytes);

@@ -1,5 +1,7 @@
 #include "ir/error.h"
 
+#include <cstdio>
+
 namespace fusor {
 
 std::string_view error_code_name(ErrorCode code) {
@@ -24,6 +26,8 @@ Error::Error(ErrorCode code, const std::string& message)
     : std::runtime_error(std::string(error_code_name(code)) + ": " + message),
       code_(code),
       message_(message) {}
+
+void warn_to_stderr(const std::string& message) { std::fprintf(stderr, "fusor: warning: %s\n", message.c_str()); }
 
 namespace detail {
 void assert_fail(const char* expr, const char* file, int line, const std::string& msg) {

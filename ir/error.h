@@ -55,6 +55,9 @@ std::string cat(const Parts&... parts) {
 [[noreturn]] void assert_fail(const char* expr, const char* file, int line, const std::string& msg);
 }  // namespace detail
 
+/// The default warning sink of every layer: "fusor: warning: <message>" on standard error.
+void warn_to_stderr(const std::string& message);
+
 /// Throws Error(code, message built from the streamable parts).
 template <class... Parts>
 [[noreturn]] void fail(ErrorCode code, const Parts&... parts) {

@@ -36,4 +36,22 @@ class ArenaPool {
   std::vector<std::pair<int64_t, std::shared_ptr<void>>> spare_;
 };
 
+/// A run's arena block from a pool, given back however the run ends.
+class ArenaLease {
+ public:
+  /// A block of `bytes` (none for 0).
+  ArenaLease(ArenaPool& pool, int64_t bytes) : pool_(pool), bytes_(bytes), block_(bytes ? pool.acquire(bytes) : nullptr) {}
+  ~ArenaLease() {
+    if (block_) pool_.release(std::move(block_), bytes_);
+  }
+  ArenaLease(const ArenaLease&) = delete;
+  ArenaLease& operator=(const ArenaLease&) = delete;
+  char* base() const { return static_cast<char*>(block_.get()); }
+
+ private:
+  ArenaPool& pool_;
+  int64_t bytes_;
+  std::shared_ptr<void> block_;
+};
+
 }  // namespace fusor

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ir/error.h"
+#include "ir/shape_inference.h"
 
 namespace fusor {
 
@@ -43,6 +44,11 @@ std::vector<TensorType> bind_run(const Graph& g, const TensorMap& inputs, const 
     feeds->push_back(&it->second);
   }
   return types;
+}
+
+void check_supplied_output(const std::string& name, const Tensor& t, const TensorType& want) {
+  FUSOR_CHECK(t.defined() && t.dtype() == want.dtype && t.shape() == want.shape, ShapeMismatch, "output '", name,
+              "' was supplied as ", t.defined() ? t.type_str() : "an undefined tensor", " but is ", want.str());
 }
 
 }  // namespace fusor

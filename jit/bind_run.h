@@ -1,10 +1,13 @@
-// Binding a run's tensors to a graph: the checks every executor (the CPU engine, the CUDA
-// executor) makes before it looks for a plan. Layer: jit.
+// Binding a run's tensors to a graph: the checks the Engine makes of every run before it
+// looks for the plan, and the one every executor makes of a supplied output. Layer: jit.
 #pragma once
 
+#include <string>
 #include <vector>
 
-#include "jit/engine.h"
+#include "ir/graph.h"
+#include "ir/op_schema.h"
+#include "jit/engine_types.h"
 
 namespace fusor {
 
@@ -15,5 +18,9 @@ namespace fusor {
 /// in g.inputs() order; *feeds gets their tensors in the same order.
 std::vector<TensorType> bind_run(const Graph& g, const TensorMap& inputs, const TensorMap& outputs,
                                  std::vector<const Tensor*>* feeds);
+
+/// Checks an output the caller supplied under `name`: defined, with exactly the type `want`
+/// (ShapeMismatch naming both otherwise).
+void check_supplied_output(const std::string& name, const Tensor& t, const TensorType& want);
 
 }  // namespace fusor

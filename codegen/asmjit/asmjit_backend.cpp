@@ -13,6 +13,7 @@
 
 #include "codegen/asmjit/emit_expr.h"
 #include "codegen/asmjit/supports.h"
+#include "codegen/backends.h"
 #include "ir/error.h"
 
 namespace fusor {
@@ -163,6 +164,12 @@ std::unique_ptr<AsmjitBackend> make_asmjit_backend(AsmjitBackend::Options option
   impl->avx512 = options.isa == AsmjitBackend::Isa::Host && host_has_avx512();
   impl->options = std::move(options);
   return std::unique_ptr<AsmjitBackend>(new AsmjitBackend(std::move(impl)));
+}
+
+std::unique_ptr<JitBackend> make_asmjit_jit(const BackendOptions& options) {
+  AsmjitBackend::Options o;
+  o.dump_dir = options.dump_dir;
+  return make_asmjit_backend(std::move(o));
 }
 
 }  // namespace fusor

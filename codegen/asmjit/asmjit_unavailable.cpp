@@ -2,6 +2,7 @@
 // make_asmjit_backend() says why the backend is unavailable, and no backend object can be
 // made. asmjit_supports() (supports.cpp) answers as in a full build. Layer: codegen/asmjit.
 #include "codegen/asmjit/asmjit_backend.h"
+#include "codegen/backends.h"
 #include "ir/error.h"
 
 #ifndef FUSOR_ASMJIT_UNAVAILABLE_REASON
@@ -31,5 +32,7 @@ const AsmjitBackend::Options& AsmjitBackend::options() const { return impl_->opt
 std::unique_ptr<AsmjitBackend> make_asmjit_backend(AsmjitBackend::Options) {
   fail(ErrorCode::DeviceUnavailable, "asmjit backend: not built in (", FUSOR_ASMJIT_UNAVAILABLE_REASON, ")");
 }
+
+std::unique_ptr<JitBackend> make_asmjit_jit(const BackendOptions&) { return make_asmjit_backend(); }
 
 }  // namespace fusor

@@ -328,6 +328,10 @@ void CudaBackend::fill(DeviceBuffer& dst, unsigned char value) {
 
 std::string CudaBackend::arch() const { return impl_->arch; }
 
+std::string cuda_compiler_version(const std::string& nvrtc_version) { return "nvrtc-" + nvrtc_version; }
+
+std::string CudaBackend::compiler_version() const { return cuda_compiler_version(impl_->compiler->nvrtc_version()); }
+
 std::string CudaBackend::description() const {
   return impl_->name + ", " + impl_->arch + ", " + std::to_string(impl_->sms) + " SMs, driver " +
          std::to_string(impl_->driver_version) + ", NVRTC " + impl_->compiler->nvrtc_version();

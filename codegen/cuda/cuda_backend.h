@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/cuda/render_cuda.h"
@@ -71,6 +72,9 @@ class CudaCompiler {
 /// libnvrtc cannot be loaded.
 std::unique_ptr<CudaCompiler> make_cuda_compiler(CudaOptions options = {});
 
+/// The compiler part of a cubin's kernel key for NVRTC `version`: "nvrtc-<version>".
+std::string cuda_compiler_version(const std::string& nvrtc_version);
+
 /// The symbol a spec's kernel is rendered under: "fusor_k<16 hex digits of spec.hash()>".
 std::string cuda_symbol(const KernelSpec& spec);
 
@@ -114,8 +118,16 @@ class CudaBackend {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
+  /// "cuda": part of kernel keys.
+  std::string_view name() const { return "cuda"; }
   /// Whether compile() takes `spec`; *why (if given) says why not.
   bool supports(const KernelSpec& spec, std::string* why) const { return cuda_supports(spec, why); }
+  /// The architecture the cubins are for, arch(); part of kernel keys.
+  std::string target_description() const { return arch(); }
+  /// cuda_compiler_version() of the NVRTC in use; part of kernel keys.
+  std::string compiler_version() const;
+  /// Cubins load back (load()): the persistent store keeps them.
+  bool can_load() const { return true; }
   /// Renders, compiles for the device's architecture and loads `spec`. Throws
   /// Error(Unsupported), Error(CompileFailed) (with the source and NVRTC's log, or the
   /// driver's reason when the cubin does not load).

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "codegen/backends.h"
 #include "codegen/llvm/emit_attention.h"
 #include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/emit_pointwise.h"
@@ -164,6 +165,12 @@ std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
   const std::string target = impl->jit->target_description() + ",";
   if (target.find("+avx512f,") != std::string::npos) impl->vector_floats = 16;
   return std::unique_ptr<LlvmBackend>(new LlvmBackend(std::move(impl)));
+}
+
+std::unique_ptr<JitBackend> make_llvm_jit(const BackendOptions& options) {
+  LlvmBackend::Options o;
+  o.dump_dir = options.dump_dir;
+  return make_llvm_backend(std::move(o));
 }
 
 }  // namespace fusor

@@ -4,7 +4,7 @@
 // gets its tensors from `make` or, through a DeriveConstants the caller supplies, from an
 // equal earlier derivation: the engine keeps them across the plans of every shape, so a new
 // sequence length neither recomputes nor re-copies 7 MiB of merged BERT weights (Note
-// [Derived constants] in jit/engine.cpp). Layer: ir/passes (std only).
+// [Derived constants] in jit/shared_constants.h). Layer: ir/passes (std only).
 #pragma once
 
 #include <functional>

@@ -32,8 +32,8 @@ TEST_SUITE("cache/disk_store_dir") {
     struct stat st;
     REQUIRE(::stat(dir.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0700);
-    CHECK(s.save("k", bytes("v")));
-    CHECK(s.load("k") == bytes("v"));
+    CHECK(s.put("k", bytes("v")));
+    CHECK(s.get("k") == bytes("v"));
   }
 
   TEST_CASE("a directory that cannot be created disables the store with a warning") {
@@ -46,8 +46,8 @@ TEST_SUITE("cache/disk_store_dir") {
     CHECK(s.reason_disabled().find("cannot create") != std::string::npos);
     CHECK(s.reason_disabled().find(dir) != std::string::npos);
     CHECK(w->count("memory only") == 1);
-    CHECK(!s.load("k"));
-    CHECK(!s.save("k", bytes("v")));
+    CHECK(!s.get("k"));
+    CHECK(!s.put("k", bytes("v")));
     CHECK(s.entries().empty());
     CHECK(s.trim(0) == 0);
     CHECK(s.stats().loads == 0);
@@ -68,7 +68,7 @@ TEST_SUITE("cache/disk_store_dir") {
       CHECK(s.reason_disabled().find("writable by group or others") != std::string::npos);
       CHECK(s.reason_disabled().find("chmod go-w " + dir) != std::string::npos);
       CHECK(w->count(dir) == 1);
-      CHECK(!s.save("k", bytes("v")));
+      CHECK(!s.put("k", bytes("v")));
       CHECK(!fs::exists(dir + "/entries"));  // nothing written into it
     }
     // The same check holds for the entries folder inside.
@@ -87,8 +87,8 @@ TEST_SUITE("cache/disk_store_dir") {
     ::chmod(dir.c_str(), 01777);
     DiskStore s = DiskStore::open(store_options(dir, w));
     CHECK(s.enabled());
-    CHECK(s.save("k", bytes("v")));
-    CHECK(s.load("k") == bytes("v"));
+    CHECK(s.put("k", bytes("v")));
+    CHECK(s.get("k") == bytes("v"));
   }
 
   TEST_CASE("a directory of another user is refused") {
@@ -113,7 +113,7 @@ TEST_SUITE("cache/disk_store_dir") {
     std::string dir = tmp.file("store");
     {
       DiskStore s = DiskStore::open(store_options(dir, w));
-      REQUIRE(s.save("k", bytes("v")));
+      REQUIRE(s.put("k", bytes("v")));
     }
     ::chmod((dir + "/entries").c_str(), 0500);
     ::chmod(dir.c_str(), 0500);
@@ -123,8 +123,8 @@ TEST_SUITE("cache/disk_store_dir") {
       CHECK(s.reason_disabled().find("not writable") != std::string::npos);
       CHECK(s.reason_disabled().find(dir) != std::string::npos);
       CHECK(w->count("memory only") == 1);
-      CHECK(!s.load("k"));
-      CHECK(!s.save("k", bytes("v")));
+      CHECK(!s.get("k"));
+      CHECK(!s.put("k", bytes("v")));
     } else {
       // Root ignores permission bits: hand the store to an unprivileged user and open it as
       // that user in a child process.
@@ -139,7 +139,7 @@ TEST_SUITE("cache/disk_store_dir") {
         DiskStore s = DiskStore::open(store_options(dir, cw));
         bool ok = !s.enabled() && s.reason_disabled().find("not writable") != std::string::npos &&
                   s.reason_disabled().find(dir) != std::string::npos && cw->count("memory only") == 1 &&
-                  !s.load("k") && !s.save("k", bytes("v"));
+                  !s.get("k") && !s.put("k", bytes("v"));
         ::_exit(ok ? 0 : 1);
       }
       int status = 0;
@@ -190,7 +190,7 @@ TEST_SUITE("cache/disk_store_dir") {
     DiskStore b = std::move(a);
     CHECK(b.enabled());
     CHECK(!a.enabled());  // NOLINT(bugprone-use-after-move): moved-from is specified
-    CHECK(!a.load("k"));
-    CHECK(!a.save("k", bytes("v")));
+    CHECK(!a.get("k"));
+    CHECK(!a.put("k", bytes("v")));
   }
 }

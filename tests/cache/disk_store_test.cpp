@@ -62,19 +62,19 @@ TEST_SUITE("cache/disk_store") {
     REQUIRE(s.enabled());
     CHECK(s.reason_disabled().empty());
     CHECK(s.dir() == tmp.file("store"));
-    CHECK(!s.load("kernel-a"));
-    CHECK(s.save("kernel-a", bytes("object code A")));
-    CHECK(s.save("kernel-empty", {}));
-    auto a = s.load("kernel-a");
+    CHECK(!s.get("kernel-a"));
+    CHECK(s.put("kernel-a", bytes("object code A")));
+    CHECK(s.put("kernel-empty", {}));
+    auto a = s.get("kernel-a");
     REQUIRE(a);
     CHECK(*a == bytes("object code A"));
-    auto e = s.load("kernel-empty");
+    auto e = s.get("kernel-empty");
     REQUIRE(e);
     CHECK(e->empty());
     std::vector<uint8_t> big(3 << 20);
     for (size_t i = 0; i < big.size(); ++i) big[i] = uint8_t(i * 2654435761u >> 13);
-    CHECK(s.save("kernel-big", big));
-    CHECK(s.load("kernel-big") == big);
+    CHECK(s.put("kernel-big", big));
+    CHECK(s.get("kernel-big") == big);
 
     DiskStore::Stats st = s.stats();
     CHECK(st.loads == 4);
@@ -103,9 +103,9 @@ TEST_SUITE("cache/disk_store") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    CHECK(s.save("k", bytes("first")));
-    CHECK(s.save("k", bytes("second, longer")));
-    CHECK(s.load("k") == bytes("second, longer"));
+    CHECK(s.put("k", bytes("first")));
+    CHECK(s.put("k", bytes("second, longer")));
+    CHECK(s.get("k") == bytes("second, longer"));
     REQUIRE(s.entries().size() == 1);
     CHECK(s.entries()[0].bytes == fs::file_size(s.entry_path("k")));
   }
@@ -115,11 +115,11 @@ TEST_SUITE("cache/disk_store") {
     auto w = std::make_shared<Warnings>();
     {
       DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-      CHECK(s.save("plan-7", bytes("compiled")));
+      CHECK(s.put("plan-7", bytes("compiled")));
     }
     DiskStore again = DiskStore::open(store_options(tmp.file("store"), w));
     REQUIRE(again.enabled());
-    CHECK(again.load("plan-7") == bytes("compiled"));
+    CHECK(again.get("plan-7") == bytes("compiled"));
     CHECK(again.entries().size() == 1);
     CHECK(again.stats().writes == 0);
     CHECK(w->size() == 0);
@@ -129,36 +129,36 @@ TEST_SUITE("cache/disk_store") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    CHECK(s.save("k", bytes("payload bytes")));
+    CHECK(s.put("k", bytes("payload bytes")));
     std::string path = s.entry_path("k");
     std::string data = read_file(path);
     data[data.size() - 3] ^= 0x20;  // one bit of the payload
     write_file(path, data);
-    CHECK(!s.load("k"));
+    CHECK(!s.get("k"));
     CHECK(w->count("corrupt") == 1);
     CHECK(w->count(path) == 1);
     CHECK(s.stats().corrupt == 1);
     CHECK(!fs::exists(path));  // removed
     CHECK(s.entries().empty());
-    CHECK(s.save("k", bytes("payload bytes")));
-    CHECK(s.load("k") == bytes("payload bytes"));
+    CHECK(s.put("k", bytes("payload bytes")));
+    CHECK(s.get("k") == bytes("payload bytes"));
   }
 
   TEST_CASE("a truncated entry is ignored with a warning and rebuilt") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    CHECK(s.save("k", bytes("a payload long enough to cut")));
+    CHECK(s.put("k", bytes("a payload long enough to cut")));
     std::string path = s.entry_path("k");
     std::string data = read_file(path);
     write_file(path, data.substr(0, data.size() - 5));
-    CHECK(!s.load("k"));
+    CHECK(!s.get("k"));
     CHECK(w->count("truncated") == 1);
-    CHECK(s.save("k", bytes("again")));
+    CHECK(s.put("k", bytes("again")));
     write_file(path, data.substr(0, 4));  // cut inside the magic
-    CHECK(!s.load("k"));
-    CHECK(s.save("k", bytes("again")));
-    CHECK(s.load("k") == bytes("again"));
+    CHECK(!s.get("k"));
+    CHECK(s.put("k", bytes("again")));
+    CHECK(s.get("k") == bytes("again"));
     CHECK(s.stats().corrupt == 2);
   }
 
@@ -169,20 +169,20 @@ TEST_SUITE("cache/disk_store") {
     std::string path = s.entry_path("k");
     write_file(path, "#!/bin/sh\necho this is not a fusor entry\n");
     ::chmod(path.c_str(), 0600);
-    CHECK(!s.load("k"));
+    CHECK(!s.get("k"));
     CHECK(w->count("foreign") == 1);
     CHECK(w->count("bad magic") == 1);
-    CHECK(s.save("k", bytes("mine")));
-    CHECK(s.load("k") == bytes("mine"));
+    CHECK(s.put("k", bytes("mine")));
+    CHECK(s.get("k") == bytes("mine"));
   }
 
   TEST_CASE("an entry others may write is not loaded") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    CHECK(s.save("k", bytes("code")));
+    CHECK(s.put("k", bytes("code")));
     ::chmod(s.entry_path("k").c_str(), 0666);
-    CHECK(!s.load("k"));
+    CHECK(!s.get("k"));
     CHECK(w->count("foreign") == 1);
   }
 
@@ -191,28 +191,28 @@ TEST_SUITE("cache/disk_store") {
     auto w = std::make_shared<Warnings>();
     {
       DiskStore old = DiskStore::open(store_options(tmp.file("store"), w, "0.0.1+codegen.0"));
-      CHECK(old.save("k", bytes("old code")));
-      CHECK(old.load("k") == bytes("old code"));
+      CHECK(old.put("k", bytes("old code")));
+      CHECK(old.get("k") == bytes("old code"));
     }
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    CHECK(!s.load("k"));
+    CHECK(!s.get("k"));
     CHECK(w->count("stale") == 1);
     CHECK(w->count("0.0.1+codegen.0") == 1);
     CHECK(w->count(std::string(kFusorVersion)) == 1);
-    CHECK(s.save("k", bytes("new code")));
-    CHECK(s.load("k") == bytes("new code"));
+    CHECK(s.put("k", bytes("new code")));
+    CHECK(s.get("k") == bytes("new code"));
   }
 
   TEST_CASE("an entry of another format version is stale") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    CHECK(s.save("k", bytes("code")));
+    CHECK(s.put("k", bytes("code")));
     std::string path = s.entry_path("k");
     std::string data = read_file(path);
     data[8] = char(DiskStore::kEntryFormatVersion + 1);  // the u32 after the magic
     write_file(path, data);
-    CHECK(!s.load("k"));
+    CHECK(!s.get("k"));
     CHECK(w->count("stale") == 1);
     CHECK(w->count("entry format") == 1);
   }
@@ -221,24 +221,24 @@ TEST_SUITE("cache/disk_store") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    CHECK(s.save("key", bytes("0123456789abcdef")));
+    CHECK(s.put("key", bytes("0123456789abcdef")));
     std::string path = s.entry_path("key");
     const std::string good = read_file(path);
     for (size_t n = 0; n < good.size(); ++n) {
       write_file(path, good.substr(0, n));
-      CHECK(!s.load("key"));
+      CHECK(!s.get("key"));
     }
     for (size_t i = 0; i < good.size(); ++i) {
       std::string bad = good;
       bad[i] = char(bad[i] ^ 0x01);
       write_file(path, bad);
       INFO("flipped byte ", i);
-      CHECK(!s.load("key"));
+      CHECK(!s.get("key"));
     }
     write_file(path, good + "x");
-    CHECK(!s.load("key"));
+    CHECK(!s.get("key"));
     write_file(path, good);
-    CHECK(s.load("key") == bytes("0123456789abcdef"));
+    CHECK(s.get("key") == bytes("0123456789abcdef"));
     CHECK(s.stats().hits == 1);
     CHECK(s.stats().corrupt == 2 * good.size() + 1);
   }
@@ -250,7 +250,7 @@ TEST_SUITE("cache/disk_store") {
     std::string path = s.entry_path("k");
     for (int i = 0; i < 3; ++i) {
       write_file(path, "garbage garbage garbage");
-      CHECK(!s.load("k"));
+      CHECK(!s.get("k"));
     }
     CHECK(w->size() == 1);
     CHECK(s.stats().corrupt == 3);
@@ -260,15 +260,15 @@ TEST_SUITE("cache/disk_store") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    CHECK(s.save("key A", bytes("payload of A")));
+    CHECK(s.put("key A", bytes("payload of A")));
     // Make B's entry name hold A's entry: as if hash(B) == hash(A).
     fs::rename(s.entry_path("key A"), s.entry_path("key B"));
-    CHECK(!s.load("key B"));
+    CHECK(!s.get("key B"));
     CHECK(w->size() == 0);  // a valid entry of another key, not a bad one
     CHECK(s.stats().corrupt == 0);
     CHECK(fs::exists(s.entry_path("key B")));  // left alone
-    CHECK(s.save("key B", bytes("payload of B")));
-    CHECK(s.load("key B") == bytes("payload of B"));
+    CHECK(s.put("key B", bytes("payload of B")));
+    CHECK(s.get("key B") == bytes("payload of B"));
   }
 
   TEST_CASE("8 threads writing the same and different keys while others read") {
@@ -285,15 +285,15 @@ TEST_SUITE("cache/disk_store") {
         start.arrive_and_wait();
         while (writing.load())
           for (int i = 0; i < kShared; ++i)
-            if (auto p = s.load(named("shared-", i)); p && !valid_stamp(*p, i)) invalid.fetch_add(1);
+            if (auto p = s.get(named("shared-", i)); p && !valid_stamp(*p, i)) invalid.fetch_add(1);
       });
     for (int t = 0; t < kThreads; ++t)
       writers.emplace_back([&, t] {
         start.arrive_and_wait();
         for (int round = 0; round < 3; ++round)
           for (int i = 0; i < kShared; ++i) {
-            if (!s.save(named("shared-", i), stamped(i, t))) failed.fetch_add(1);
-            if (round == 0 && !s.save(named("own-", t, i), stamped(i, t)))
+            if (!s.put(named("shared-", i), stamped(i, t))) failed.fetch_add(1);
+            if (round == 0 && !s.put(named("own-", t, i), stamped(i, t)))
               failed.fetch_add(1);
           }
       });
@@ -305,12 +305,12 @@ TEST_SUITE("cache/disk_store") {
     CHECK(s.stats().corrupt == 0);
     CHECK(w->size() == 0);
     for (int i = 0; i < kShared; ++i) {
-      auto p = s.load(named("shared-", i));
+      auto p = s.get(named("shared-", i));
       REQUIRE(p);
       CHECK(valid_stamp(*p, i));
     }
     for (int t = 0; t < kThreads; ++t)
-      for (int i = 0; i < kOwn; ++i) CHECK(s.load(named("own-", t, i)) == stamped(i, t));
+      for (int i = 0; i < kOwn; ++i) CHECK(s.get(named("own-", t, i)) == stamped(i, t));
     CHECK(s.entries().size() == size_t(kShared + kThreads * kOwn));
     for (const auto& e : fs::directory_iterator(tmp.file("store") + "/entries"))
       CHECK(e.path().filename().string().rfind(".tmp-", 0) != 0);  // no temp file left behind
@@ -333,9 +333,9 @@ TEST_SUITE("cache/disk_store") {
         if (!mine.enabled()) ::_exit(2);
         for (int round = 0; round < 3; ++round)
           for (int i = 0; i < kKeys; ++i) {
-            bad += !mine.save(named("shared-", i), stamped(i, p + 1));
-            if (round == 0) bad += !mine.save(named("proc-", p, i), stamped(i, p));
-            if (auto got = mine.load(named("shared-", i)); got && !valid_stamp(*got, i)) ++bad;
+            bad += !mine.put(named("shared-", i), stamped(i, p + 1));
+            if (round == 0) bad += !mine.put(named("proc-", p, i), stamped(i, p));
+            if (auto got = mine.get(named("shared-", i)); got && !valid_stamp(*got, i)) ++bad;
           }
         ::_exit(bad == 0 && mine.stats().corrupt == 0 ? 0 : 1);
       }
@@ -344,7 +344,7 @@ TEST_SUITE("cache/disk_store") {
     int invalid = 0, running = 2, status[2] = {-1, -1};
     while (running > 0) {
       for (int i = 0; i < kKeys; ++i)
-        if (auto got = s.load(named("shared-", i)); got && !valid_stamp(*got, i)) ++invalid;
+        if (auto got = s.get(named("shared-", i)); got && !valid_stamp(*got, i)) ++invalid;
       for (int p = 0; p < 2; ++p)
         if (status[p] == -1 && ::waitpid(kids[p], &status[p], WNOHANG) == kids[p]) --running;
     }
@@ -357,10 +357,10 @@ TEST_SUITE("cache/disk_store") {
     CHECK(s.stats().corrupt == 0);
     CHECK(w->size() == 0);
     for (int i = 0; i < kKeys; ++i) {
-      auto got = s.load(named("shared-", i));
+      auto got = s.get(named("shared-", i));
       REQUIRE(got);
       CHECK(valid_stamp(*got, i));
-      for (int p = 0; p < 2; ++p) CHECK(s.load(named("proc-", p, i)) == stamped(i, p));
+      for (int p = 0; p < 2; ++p) CHECK(s.get(named("proc-", p, i)) == stamped(i, p));
     }
     CHECK(s.entries().size() == size_t(3 * kKeys));
   }
@@ -369,19 +369,19 @@ TEST_SUITE("cache/disk_store") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
     DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
-    for (const char* k : {"a", "b", "c"}) CHECK(s.save(k, std::vector<uint8_t>(1000, uint8_t(k[0]))));
+    for (const char* k : {"a", "b", "c"}) CHECK(s.put(k, std::vector<uint8_t>(1000, uint8_t(k[0]))));
     int age = 3;
     for (const char* k : {"a", "b", "c"}) {  // a oldest, then b, then c
       struct timespec t[2] = {{1000000 * age, 0}, {1000000 * age, 0}};
       ::utimensat(AT_FDCWD, s.entry_path(k).c_str(), t, 0);
       age += 1;
     }
-    CHECK(s.load("a"));  // a is used: now b is the least recently used
+    CHECK(s.get("a"));  // a is used: now b is the least recently used
     uint64_t one = fs::file_size(s.entry_path("a"));
     CHECK(s.trim(2 * one) == 1);
     CHECK(!fs::exists(s.entry_path("b")));
-    CHECK(s.load("a"));
-    CHECK(s.load("c"));
+    CHECK(s.get("a"));
+    CHECK(s.get("c"));
     CHECK(s.entries().size() == 2);
     CHECK(s.trim(0) == 2);
     CHECK(s.entries().empty());
@@ -395,13 +395,13 @@ TEST_SUITE("cache/disk_store") {
     const std::string at = s.entry_path("k");
     fs::create_directories(at + "/inside");
     std::ofstream(at + "/inside/file") << "x";
-    CHECK_FALSE(s.load("k"));  // not an entry: warned, removed
+    CHECK_FALSE(s.get("k"));  // not an entry: warned, removed
     CHECK(w->count("not a regular file") == 1);
     CHECK_FALSE(fs::exists(at));
     fs::create_directories(at + "/again");  // and a save over a folder replaces it
-    CHECK(s.save("k", bytes("payload")));
+    CHECK(s.put("k", bytes("payload")));
     CHECK(fs::is_regular_file(at));
-    CHECK(s.load("k") == bytes("payload"));
+    CHECK(s.get("k") == bytes("payload"));
   }
 
   TEST_CASE("saves past max_bytes trim the least recently used entries to 90% of it") {
@@ -410,16 +410,16 @@ TEST_SUITE("cache/disk_store") {
     DiskStore::Options o = store_options(tmp.file("store"), w);
     o.max_bytes = 20000;
     DiskStore s = DiskStore::open(o);
-    for (int i = 0; i < 60; ++i) CHECK(s.save(named("k", i), std::vector<uint8_t>(1000, uint8_t(i))));
+    for (int i = 0; i < 60; ++i) CHECK(s.put(named("k", i), std::vector<uint8_t>(1000, uint8_t(i))));
     uint64_t total = 0;
     for (const DiskStore::Entry& e : s.entries()) total += e.bytes;
     CHECK(total <= 20000);
     CHECK(total > 0);
-    CHECK(s.load(named("k", 59)));  // the newest stay
-    CHECK_FALSE(s.load(named("k", 0)));
+    CHECK(s.get(named("k", 59)));  // the newest stay
+    CHECK_FALSE(s.get(named("k", 0)));
     // Reopened, the bound still holds: it counts what the manifest lists.
     DiskStore again = DiskStore::open(o);
-    for (int i = 60; i < 80; ++i) CHECK(again.save(named("k", i), std::vector<uint8_t>(1000, uint8_t(i))));
+    for (int i = 60; i < 80; ++i) CHECK(again.put(named("k", i), std::vector<uint8_t>(1000, uint8_t(i))));
     total = 0;
     for (const DiskStore::Entry& e : again.entries()) total += e.bytes;
     CHECK(total <= 20000);
@@ -447,8 +447,8 @@ TEST_SUITE("cache/disk_store") {
     std::string dir = tmp.file("store");
     {
       DiskStore s = DiskStore::open(store_options(dir, w));
-      CHECK(s.save("a", bytes("1")));
-      CHECK(s.save("b", bytes("22")));
+      CHECK(s.put("a", bytes("1")));
+      CHECK(s.put("b", bytes("22")));
     }
     fs::remove(dir + "/manifest");
     CHECK(DiskStore::open(store_options(dir, w)).entries().size() == 2);
@@ -461,7 +461,7 @@ TEST_SUITE("cache/disk_store") {
     }
     DiskStore s = DiskStore::open(store_options(dir, w));
     CHECK(s.entries().size() == 2);
-    CHECK(s.save("c", bytes("333")));
+    CHECK(s.put("c", bytes("333")));
     CHECK(s.entries().size() == 3);
     fs::remove(s.entry_path("c"));  // removed behind the manifest's back
     s.rebuild_manifest();

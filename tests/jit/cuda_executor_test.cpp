@@ -1,4 +1,4 @@
-// The CUDA engine's plans (jit/cuda_executor.h, Note [CUDA plans]), checked without a
+// The CUDA engine's plans (jit/cuda_plan.h, Note [CUDA plans]), checked without a
 // device: the BERT layer and the ResNet bottleneck plan every group as a CUDA launch whose
 // spec NVRTC compiles for sm_90 (skips with a reason without NVRTC); a plan's places are
 // consistent (read after written, aligned, no two live buffers overlapping); and a plan
@@ -7,7 +7,7 @@
 // Groups without a CUDA kernel are Error(Unsupported) naming the node.
 #include <doctest/doctest.h>
 
-#include "jit/cuda_executor.h"
+#include "jit/cuda_plan.h"
 #include "tests/codegen/cuda/cuda_test_util.h"
 #include "tests/jit/cuda_plan_util.h"
 #include "tests/support/pass_util.h"

@@ -61,16 +61,16 @@ TEST_SUITE("cuda/store") {
     {
       DiskStore store = DiskStore::open(test::store_options(dir.path().string(), w));
       REQUIRE(store.enabled());
-      CHECK(store.save(key.serialize(), as_bytes(b.cubin)));
+      CHECK(store.put(key.serialize(), as_bytes(b.cubin)));
     }
     // Another process (a fresh store on the same folder) finds it.
     DiskStore store = DiskStore::open(test::store_options(dir.path().string(), w));
-    std::optional<std::vector<uint8_t>> got = store.load(key.serialize());
+    std::optional<std::vector<uint8_t>> got = store.get(key.serialize());
     REQUIRE(got.has_value());
     CHECK(std::string(got->begin(), got->end()) == b.cubin);
     // Another architecture or NVRTC version is another kernel: a miss.
-    CHECK_FALSE(store.load(cuda_kernel_key(spec, "sm_80", nvrtc->nvrtc_version()).serialize()).has_value());
-    CHECK_FALSE(store.load(cuda_kernel_key(spec, "sm_90", nvrtc->nvrtc_version() + ".1").serialize()).has_value());
+    CHECK_FALSE(store.get(cuda_kernel_key(spec, "sm_80", nvrtc->nvrtc_version()).serialize()).has_value());
+    CHECK_FALSE(store.get(cuda_kernel_key(spec, "sm_90", nvrtc->nvrtc_version() + ".1").serialize()).has_value());
     CHECK(store.stats().hits == 1);
     CHECK(store.stats().misses == 2);
     CHECK(w->size() == 0);
@@ -85,17 +85,17 @@ TEST_SUITE("cuda/store") {
     test::TempDir dir("cuda-store-corrupt");
     auto w = std::make_shared<test::Warnings>();
     DiskStore store = DiskStore::open(test::store_options(dir.path().string(), w));
-    REQUIRE(store.save(key, as_bytes(b.cubin)));
+    REQUIRE(store.put(key, as_bytes(b.cubin)));
     std::string file = test::read_file(store.entry_path(key));
     REQUIRE(file.size() > b.cubin.size());
     file[file.size() - b.cubin.size() / 2] ^= 0x40;  // one bit inside the cubin
     test::write_file(store.entry_path(key), file);
-    CHECK_FALSE(store.load(key).has_value());
+    CHECK_FALSE(store.get(key).has_value());
     CHECK(store.stats().corrupt == 1);
     CHECK(w->count("corrupt") == 1);
     // The next save rebuilds it.
-    CHECK(store.save(key, as_bytes(b.cubin)));
-    std::optional<std::vector<uint8_t>> got = store.load(key);
+    CHECK(store.put(key, as_bytes(b.cubin)));
+    std::optional<std::vector<uint8_t>> got = store.get(key);
     REQUIRE(got.has_value());
     CHECK(std::string(got->begin(), got->end()) == b.cubin);
   }

@@ -11,7 +11,7 @@
 
 #include "codegen/cuda/cuda_backend.h"
 #include "codegen/cuda/render_cuda.h"
-#include "jit/cuda_executor.h"
+#include "jit/cuda_plan.h"
 #include "tests/codegen/cuda/emulation_util.h"
 #include "tests/jit/cuda_plan_util.h"
 #include "tests/support/pass_util.h"

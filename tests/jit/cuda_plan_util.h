@@ -1,4 +1,4 @@
-// Helpers of the CUDA plan tests (jit/cuda_executor.h): the example graphs, the structural
+// Helpers of the CUDA plan tests (jit/cuda_plan.h): the example graphs, the structural
 // check of a plan, a plan executed on the host (launch by launch, in a host arena laid out as
 // the device's) and the static engine's outputs to compare with.
 #pragma once
@@ -12,7 +12,7 @@
 #include <map>
 
 #include "ir/text_format.h"
-#include "jit/cuda_executor.h"
+#include "jit/cuda_plan.h"
 #include "jit/engine.h"
 #include "tests/codegen/cuda/cuda_test_util.h"
 #include "tests/support/spec_interpreter.h"

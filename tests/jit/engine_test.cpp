@@ -5,6 +5,7 @@
 
 #include "ir/builder.h"
 #include "jit/engine.h"
+#include "tests/jit/backend_util.h"
 #include "tests/support/test_util.h"
 
 using namespace fusor;
@@ -33,6 +34,19 @@ TEST_SUITE("jit/engine") {
     REQUIRE(out.count("y"));
     // row 0: [1*1+2*2+3*-1, 1*-1+0+3*1] + b = [2.5, 1.5]; row 1: [-1-1, 1+1] + b = [-1.5 -> 0, 1.5]
     FUSOR_CHECK_CLOSE(out.at("y"), test::make(DType::F32, {2, 2}, {2.5, 1.5, 0, 1.5}), 1e-6, 1e-6);
+  }
+
+  TEST_CASE("every backend of the list computes what the static engine does") {
+    Graph g = mlp();
+    const TensorMap in{{"x", test::randn({5, 3}, 11)}};
+    Engine reference(EngineOptions{.num_threads = 1, .fuse = false, .disk_cache = false});
+    const Tensor want = reference.run(g, in).at("y");
+    const EngineOptions options{.num_threads = 2, .disk_cache = false};
+    const int ran = test::for_each_backend(options, [&](const BackendInfo&, Engine& e) {
+      FUSOR_CHECK_CLOSE(e.run(g, in).at("y"), want, 1e-5, 1e-6);
+      CHECK(e.stats().plan_misses == 1);
+    });
+    CHECK(ran >= 1);  // the static backend always runs
   }
 
   TEST_CASE("the same graph runs at different bound sizes") {

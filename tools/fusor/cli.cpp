@@ -116,6 +116,21 @@ void apply_cache_flags(const Args& args, EngineOptions* options) {
   if (args.has("--no-disk-cache")) options->disk_cache = false;
 }
 
+std::string backend_usage(BackendKind fallback, bool jit_only) {
+  std::string s = "  --backend NAME       the backend (default " + std::string(backend_name(fallback)) + "):\n";
+  std::string host_jit;  // "llvm, asmjit"
+  for (const BackendInfo& b : kBackends) {
+    if (jit_only && b.role == BackendRole::Precompiled) continue;
+    if (b.role == BackendRole::HostJit) (host_jit += host_jit.empty() ? "" : ", ") += b.name;
+    std::string name(b.name);
+    name.resize(std::max<size_t>(name.size() + 1, 9), ' ');
+    s += "                         " + name + std::string(b.summary) + "\n";
+  }
+  if (!host_jit.empty())
+    s += "                       (" + host_jit + ": groups they decline run on the static kernels)\n";
+  return s;
+}
+
 std::string stats_json(const EngineStats& s) {
   std::string by_backend;
   for (const auto& [name, ms] : s.compile_ms_by_backend)

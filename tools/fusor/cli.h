@@ -64,6 +64,11 @@ void apply_cache_flags(const Args& args, EngineOptions* options);
 inline const std::vector<std::string> kCacheValued{"--cache-dir"};
 inline const std::vector<std::string> kCacheSwitches{"--no-disk-cache"};
 
+/// The --backend option of a usage text: the backends of codegen/backends.def (with
+/// `jit_only`, those that compile kernels), one a line with its summary, `fallback` named
+/// as the default.
+std::string backend_usage(BackendKind fallback, bool jit_only);
+
 /// An engine's cache statistics as one JSON object: hits, misses, compiles, disk_hits,
 /// disk_writes, evictions, bytes, plans, kernel_hits, compile_ms (and per backend),
 /// load_ms, disk (the store's folder or null).

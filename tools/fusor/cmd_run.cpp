@@ -19,7 +19,8 @@
 
 namespace fusor::cli {
 
-const char* const kRunUsage =
+namespace {
+const std::string kRunUsageText =
     "usage: fusor run GRAPH [options]\n"
     "\n"
     "Runs GRAPH (fusor's text format, or an ONNX model: MODEL.onnx) and prints each\n"
@@ -33,10 +34,8 @@ const char* const kRunUsage =
     "                       integers uniform in [0, --int-high), bools uniform\n"
     "  --int-high N         bound of random integer inputs (default 2): 0..N-1. Valid token\n"
     "                       ids, attention masks (0/1) and token types for any model; give\n"
-    "                       the vocabulary size to draw ids from all of it\n"
-    "  --backend NAME       static (default), llvm or asmjit (fused groups JIT-compiled\n"
-    "                       where the backend has a kernel kind for them, static elsewhere),\n"
-    "                       or cuda (every group a kernel on the GPU; inputs copied there)\n"
+    "                       the vocabulary size to draw ids from all of it\n" +
+    backend_usage(BackendKind::Static, false) +
     "  --no-fuse            run every op as its own kernel (the unfused baseline)\n"
     "  --threads N          kernel threads (default: one per core)\n"
     "  --repeat N           timed runs after one warm-up run (default 1)\n"
@@ -56,6 +55,9 @@ const char* const kRunUsage =
     "  --no-disk-cache      compile in memory only, without the persistent store\n"
     "  --json               print one JSON object instead of text\n"
     "  --help               this text\n";
+}  // namespace
+
+const char* const kRunUsage = kRunUsageText.c_str();
 
 namespace {
 

@@ -32,7 +32,8 @@
 
 namespace fusor::cli {
 
-const char* const kWarmupUsage =
+namespace {
+const std::string kWarmupUsageText =
     "usage: fusor warmup GRAPH [--dim NAME=SPEC]... [--shapes FILE] [options]\n"
     "\n"
     "Compiles the kernels of GRAPH (a text graph or an ONNX model) for every given shape\n"
@@ -51,8 +52,8 @@ const char* const kWarmupUsage =
     "\n"
     "options:\n"
     "  --jobs N             shapes compiled at once (default: one per core)\n"
-    "  --threads N          kernel threads of the engine (default 1)\n"
-    "  --backend NAME       llvm (default; the only backend with kernels to store)\n"
+    "  --threads N          kernel threads of the engine (default 1)\n" +
+    backend_usage(BackendKind::Llvm, true) +
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor); created if missing\n"
     "  --json               print the summary as one JSON object: graph, backend, shapes,\n"
@@ -67,6 +68,9 @@ const char* const kWarmupUsage =
     "previous line, which with several jobs may include another shape's). The summary goes\n"
     "to standard output. Run it twice: the second run loads every kernel from the store\n"
     "(0 compiled).\n";
+}  // namespace
+
+const char* const kWarmupUsage = kWarmupUsageText.c_str();
 
 namespace {
 
@@ -279,9 +283,10 @@ int cmd_warmup(int argc, char** argv) {
 
   EngineOptions options;
   options.backend = parse_backend(args.get("--backend").value_or("llvm"));
-  if (options.backend == BackendKind::Static)
-    throw UsageError{"--backend static has nothing to warm up: its kernels are compiled ahead of time and "
-                     "never stored. Use --backend llvm (the default)"};
+  if (backend_info(options.backend).role == BackendRole::Precompiled)
+    throw UsageError{"--backend " + std::string(backend_name(options.backend)) +
+                     " has nothing to warm up: its kernels are compiled ahead of time and never stored. Use "
+                     "--backend llvm (the default)"};
   options.num_threads = int(args.get_int("--threads", 1, 1, 1024));
   apply_cache_flags(args, &options);
   const int64_t max_jobs = 1024;

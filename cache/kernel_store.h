@@ -1,0 +1,49 @@
+// KernelStore: what the runtime asks of a store of compiled kernels that outlives the
+// process (cubins, relocatable objects): get and put payloads under the bytes of a
+// KernelKey (KernelKey::serialize(), Note [Kernel key]), and say what it holds. The kernel
+// source (jit/kernel_source.h) sees stores only through this, so a disk store, a remote
+// one or a layered memory → disk → remote store plug in alike. Layer: cache.
+//
+// A store never throws for a bad entry or an unreachable medium: a get that cannot return
+// a valid payload is a miss, a put that cannot write returns false, and the store warns
+// through its own sink.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fusor {
+
+/// Counters of one process's use of a store, and what the store holds now.
+struct StoreStats {
+  uint64_t loads = 0;          ///< get() calls on an enabled store
+  uint64_t hits = 0;           ///< gets that returned a payload
+  uint64_t misses = 0;         ///< gets that found no valid entry (includes corrupt)
+  uint64_t corrupt = 0;        ///< entries found stale, foreign, truncated or corrupt
+  uint64_t writes = 0;         ///< entries saved
+  uint64_t write_failures = 0; ///< puts that failed (disk full, removed directory)
+  uint64_t bytes_read = 0;     ///< payload bytes returned by get
+  uint64_t bytes_written = 0;  ///< payload bytes saved
+  uint64_t entries = 0;        ///< entries held now (every process's)
+  uint64_t bytes = 0;          ///< their size in the store
+  std::string location;        ///< where it keeps them (a folder, a URL), for messages
+};
+
+/// A store of compiled kernels keyed by serialized KernelKeys. Implementations are
+/// thread-safe.
+class KernelStore {
+ public:
+  virtual ~KernelStore() = default;
+  /// The payload put under `key`, or nullopt when there is none or it is not valid.
+  virtual std::optional<std::vector<uint8_t>> get(std::string_view key) = 0;
+  /// Saves `payload` under `key`, replacing any earlier one; false when it was not saved.
+  virtual bool put(std::string_view key, std::span<const uint8_t> payload) = 0;
+  /// The counters and what the store holds now.
+  virtual StoreStats stats() const = 0;
+};
+
+}  // namespace fusor

@@ -1,0 +1,130 @@
+// The types the Engine's API shares with the runtime stages below it (jit/executor.h and
+// the stages it drives): EngineOptions, EngineStats, StepProfile and TensorMap, so that no
+// stage includes the Engine to get one. Layer: jit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "codegen/backends.h"
+#include "ir/passes/fusion_options.h"
+#include "ir/tensor.h"
+
+namespace fusor {
+
+/// Everything that configures an Engine, in one place.
+struct EngineOptions {
+  /// Which code runs the graph's groups (codegen/backends.def). Static: the precompiled
+  /// per-op kernels. Llvm: each fused group the LLVM backend takes (pointwise, row
+  /// reductions, contractions, attention) becomes one JIT-compiled kernel (-O3, tens of ms
+  /// per kernel); Asmjit: the same from the asmjit backend (machine code emitted directly,
+  /// well under 1 ms per kernel; no attention yet). Groups a host JIT backend declines run on
+  /// the static kernels. Cuda: every group runs as a kernel NVRTC compiled for the CUDA
+  /// device (jit/cuda_executor.h), none on the host: a group without a CUDA kernel is
+  /// Error(Unsupported); inputs may be host or device tensors.
+  BackendKind backend = BackendKind::Static;
+  /// Backend cuda: the CUDA device ordinal.
+  int cuda_device = 0;
+  /// Threads for kernels (the caller's thread included); <= 0 means one per core.
+  int num_threads = 0;
+  /// Trace, rewrite and group the graph per shape signature (ir/passes/pipeline.h). Off
+  /// runs every op of the traced graph as its own kernel: the unfused baseline.
+  bool fuse = true;
+  /// The fusion passes' options (used when fuse is on).
+  FusionOptions fusion;
+  /// When not empty: an existing folder where JIT backends write each kernel's spec, IR
+  /// and assembly (does not change the code, so it is not part of the plan key).
+  std::string dump_dir;
+  /// Keep compiled kernels in the persistent store (cache/disk_store.h), so that a process
+  /// that restarts runs every shape it has seen before without compiling. A store that
+  /// cannot be used (read-only, unsafe or missing folder) leaves the engine memory-only,
+  /// with a warning.
+  bool disk_cache = true;
+  /// The store's folder; empty: $FUSOR_CACHE_DIR, $XDG_CACHE_HOME/fusor or ~/.cache/fusor.
+  std::string cache_dir;
+  /// In-memory budgets, least recently used entries evicted beyond them (0: unbounded):
+  /// plans (with their arenas' sizes), compiled kernels (their code), and the weights the
+  /// plans of every shape share (packed copies; merged or folded weights; other pass-made
+  /// constants, interned); the last budget applies to each of those three caches.
+  uint64_t plan_cache_bytes = uint64_t(1) << 30;
+  uint64_t kernel_cache_bytes = uint64_t(256) << 20;
+  uint64_t packed_cache_bytes = uint64_t(2) << 30;
+  /// Receives warnings (e.g. a disk store that cannot be used); unset: standard error.
+  std::function<void(const std::string&)> warn;
+  /// Time every step of every run (Engine::profile()); costs two clock reads per step.
+  bool profile = false;
+  /// A never-seen shape runs at once with its groups on the static kernels, while its JIT
+  /// kernels compile on a background thread; the compiled plan then replaces it atomically
+  /// (jit/background_plans.h, Note [Background plans]). For JIT backends; no first-request stall.
+  bool background_compile = false;
+  /// Two x86 tiers (backend llvm): a never-seen shape runs at once on asmjit kernels
+  /// (compiled in microseconds) while the LLVM plan compiles in the background and then
+  /// replaces it (Note [Background plans]) kernel by kernel where LLVM's code is faster
+  /// (jit/tiering.h, Note [Tiering]).
+  /// Profile labels, compile_ms_by_backend and first_tier_kept show which tier serves.
+  /// Without asmjit in the build, the first tier is the static kernels.
+  bool tiering = false;
+  /// The named input dim whose size changes from run to run ("T" for a sequence length;
+  /// empty: none). With backend llvm, a never-seen size runs at once on symbolic kernels —
+  /// compiled once for every size of that dim (codegen/symbolic.h, Note [Symbolic kernels];
+  /// jit/symbolic_plans.h, Note [Symbolic first plans])
+  /// and kept in the persistent store — while its exact kernels compile in the background
+  /// and then replace them (Note [Background plans]). Groups with no symbolic form start on
+  /// the first tier (asmjit with tiering, else the static kernels); groups that do not
+  /// depend on the dim use their exact kernel from the start. The first size ever seen
+  /// compiles the symbolic kernels; a graph without that dim runs as if it were empty.
+  std::string symbolic_dim;
+  /// With symbolic_dim: compile each size's exact kernels in the background (true), or keep
+  /// serving every size with the symbolic kernels (false: one set of kernels for all sizes,
+  /// no compile per size, at the speed bench/ `symbolic/*` measures).
+  bool specialize = true;
+  /// Hash of every field that changes the plans built.
+  uint64_t hash() const;
+};
+
+/// Counters of an engine's caches (a snapshot; every field counts since construction
+/// unless it says "now").
+struct EngineStats {
+  uint64_t plan_hits = 0;         ///< runs that found their plan
+  uint64_t plan_misses = 0;       ///< plans built (a new graph or shape signature)
+  uint64_t plans = 0;             ///< plans held now
+  uint64_t plan_evictions = 0;
+  uint64_t plan_bytes = 0;        ///< held now: the plans' arenas and their own constants
+  uint64_t kernel_hits = 0;       ///< kernels a plan found already in memory
+  uint64_t kernels_compiled = 0;  ///< kernels compiled by a JIT backend
+  uint64_t kernels_compiled_background = 0;  ///< of those, compiled by background plans (no run waited)
+  uint64_t disk_hits = 0;         ///< kernels loaded from the persistent store, not compiled
+  uint64_t disk_writes = 0;       ///< kernels saved to the persistent store
+  uint64_t kernel_evictions = 0;
+  uint64_t kernel_bytes = 0;      ///< held now: compiled code
+  uint64_t packed_bytes = 0;      ///< held now: weights shared by all plans (packed copies,
+                                  ///< weights the passes derived, other pass-made constants interned)
+  double compile_ms = 0;          ///< total JIT compile time (all backends)
+  std::map<std::string, double, std::less<>> compile_ms_by_backend;  ///< e.g. {"llvm": 412.5}
+  double load_ms = 0;             ///< total time linking kernels from the store
+  uint64_t background_swaps = 0;  ///< background JIT plans swapped in (background_compile, tiering)
+  uint64_t first_tier_kept = 0;   ///< tiering: kernels where asmjit's code ran faster than LLVM's and stayed
+  uint64_t symbolic_steps = 0;    ///< symbolic_dim: steps of first plans that ran a symbolic kernel
+  uint64_t device_launches = 0;   ///< backend cuda: kernels launched on the device
+  std::string disk_dir;           ///< the persistent store's folder ("" when off)
+  uint64_t disk_entries = 0;      ///< kernels the store holds now (every graph's, every process's)
+  uint64_t disk_bytes = 0;        ///< their size on disk
+  bool disk_enabled = false;      ///< whether the store is in use
+
+  uint64_t evictions() const { return plan_evictions + kernel_evictions; }
+  uint64_t bytes() const { return plan_bytes + kernel_bytes + packed_bytes; }
+};
+
+/// Where run time went, per step of the plans run (EngineOptions::profile).
+struct StepProfile {
+  std::string step;     ///< "llvm contraction ff1_proj_ff1_ff1_act", "static Reshape context_merged"
+  uint64_t calls = 0;
+  double total_ms = 0;
+};
+
+/// Named tensors: the inputs and outputs of a run.
+using TensorMap = std::map<std::string, Tensor, std::less<>>;
+
+}  // namespace fusor

@@ -1,0 +1,88 @@
+#include "jit/executor.h"
+
+#include "cache/disk_store.h"
+#include "jit/host_executor.h"
+
+namespace fusor {
+
+namespace {
+
+EngineOptions with_default_sink(EngineOptions o) {
+  if (!o.warn) o.warn = warn_to_stderr;
+  return o;
+}
+
+// "backend cuda" (or "backend cuda or rocm"): the backends that run on a device.
+std::string device_backends() {
+  std::string s;
+  for (const BackendInfo& b : kBackends)
+    if (b.role == BackendRole::DeviceJit) (s += s.empty() ? "backend " : " or ") += b.name;
+  return s.empty() ? "a device backend" : s;
+}
+
+}  // namespace
+
+ExecutorContext::ExecutorContext(EngineOptions o)
+    : options(with_default_sink(std::move(o))),
+      options_hash(options.hash()),
+      pool(options.num_threads),
+      constants(options.packed_cache_bytes),
+      fuser(options, pool, constants) {}
+
+KernelStore* ExecutorContext::store() {
+  if (!store_opened_ && options.disk_cache) {
+    DiskStore::Options so;
+    so.dir = options.cache_dir;
+    so.warn = options.warn;
+    auto disk = std::make_unique<DiskStore>(DiskStore::open(so));  // disabled (with a warning) when unusable
+    if (disk->enabled()) store_ = std::move(disk);
+  }
+  store_opened_ = true;
+  return store_.get();
+}
+
+Tensor Executor::to_device(const Tensor&) {
+  fail(ErrorCode::InvalidArgument, "Engine::to_device needs an engine with ", device_backends(), " (this one is ",
+       backend_name(kind_), ")");
+}
+
+Tensor Executor::to_host(const Tensor&) {
+  fail(ErrorCode::InvalidArgument, "Engine::to_host needs an engine with ", device_backends(), " (this one is ",
+       backend_name(kind_), ")");
+}
+
+std::unique_ptr<JitBackend> make_jit_backend(BackendKind kind, const BackendOptions& options) {
+#define FUSOR_BACKEND_MAKE_Precompiled(name) break;
+#define FUSOR_BACKEND_MAKE_HostJit(name) return make_##name##_jit(options);
+#define FUSOR_BACKEND_MAKE_DeviceJit(name) break;
+#define FUSOR_BACKEND(kind, name, role, summary) \
+  case BackendKind::kind: FUSOR_BACKEND_MAKE_##role(name)
+  switch (kind) {
+#include "codegen/backends.def"
+  }
+#undef FUSOR_BACKEND
+#undef FUSOR_BACKEND_MAKE_Precompiled
+#undef FUSOR_BACKEND_MAKE_HostJit
+#undef FUSOR_BACKEND_MAKE_DeviceJit
+  fail(ErrorCode::InvalidArgument, "backend ", backend_name(kind), " is not a host JIT backend");
+}
+
+std::unique_ptr<Executor> make_executor(ExecutorContext& ctx) {
+  const BackendKind backend = ctx.options.backend;
+  const BackendOptions options{ctx.options.dump_dir};
+#define FUSOR_BACKEND_MAKE_Precompiled(name) return make_host_executor(ctx, backend, nullptr);
+#define FUSOR_BACKEND_MAKE_HostJit(name) return make_host_executor(ctx, backend, make_##name##_jit(options));
+#define FUSOR_BACKEND_MAKE_DeviceJit(name) return make_##name##_executor(ctx);
+#define FUSOR_BACKEND(kind, name, role, summary) \
+  case BackendKind::kind: FUSOR_BACKEND_MAKE_##role(name)
+  switch (backend) {
+#include "codegen/backends.def"
+  }
+#undef FUSOR_BACKEND
+#undef FUSOR_BACKEND_MAKE_Precompiled
+#undef FUSOR_BACKEND_MAKE_HostJit
+#undef FUSOR_BACKEND_MAKE_DeviceJit
+  fail(ErrorCode::InvalidArgument, "backend kind ", int(backend), " is not one of codegen/backends.def");
+}
+
+}  // namespace fusor

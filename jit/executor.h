@@ -1,0 +1,129 @@
+// Executor: one way of running plans, on this CPU (jit/host_executor.h) or on a device
+// (jit/cuda_executor.h), under the Engine's stages. For each run the Engine binds the
+// inputs (jit/bind_run.h), makes the plan key (Note [Plan key]), finds the plan in its plan
+// cache or has the executor build it, and has the executor execute it. What every executor
+// shares (options, threads, the trace and fuse stage, the shared constants, the step times,
+// the persistent kernel store) is lent by the ExecutorContext the Engine owns. Which
+// executor serves a backend is its line of codegen/backends.def (make_executor). Layer: jit.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cache/kernel_store.h"
+#include "cache/keyed_cache.h"
+#include "cache/plan_key.h"
+#include "codegen/backends.h"
+#include "codegen/compiled_kernel.h"
+#include "jit/engine_types.h"
+#include "jit/fuse.h"
+#include "jit/shared_constants.h"
+#include "jit/step_times.h"
+#include "jit/thread_pool.h"
+
+namespace fusor {
+
+/// A plan as one executor built it (jit/plan.h's Plan on the host, a CUDA executable on a
+/// device); only that executor runs it.
+struct ExecutablePlan {
+  virtual ~ExecutablePlan() = default;
+  uint64_t bytes = 0;  ///< what the plan cache charges for it
+};
+
+/// A plan cache entry: the plan serving its key now. A later plan may replace it (Note
+/// [Background plans]); a run loads it once and uses that plan throughout.
+struct PlanEntry {
+  mutable std::atomic<std::shared_ptr<const ExecutablePlan>> plan;
+};
+
+/// The plans of an engine, by Note [Plan key].
+using PlanCache = KeyedCache<PlanKey, PlanEntry, PlanKeyHash>;
+
+/// What the Engine owns and lends to its executor.
+class ExecutorContext {
+ public:
+  /// `options` with the default warning sink (warn_to_stderr) where none is set. Throws
+  /// what ThreadPool throws.
+  explicit ExecutorContext(EngineOptions options);
+  ExecutorContext(const ExecutorContext&) = delete;
+  ExecutorContext& operator=(const ExecutorContext&) = delete;
+
+  const EngineOptions options;
+  const uint64_t options_hash;  ///< options.hash(): part of every plan key; computed once
+  ThreadPool pool;
+  SharedConstants constants;
+  Fuser fuser;
+
+  /// The step times recorded so far (Engine::profile()).
+  StepTimes times;
+  /// Where executors record step times: null unless EngineOptions::profile.
+  StepTimes* profile() { return options.profile ? &times : nullptr; }
+  /// The persistent kernel store, opened by the first call (by an executor whose backend
+  /// can load what it stores); null when EngineOptions::disk_cache is off or the folder
+  /// cannot be used (warned about once). Not thread-safe: executors call it while built.
+  KernelStore* store();
+  /// The store if store() opened one.
+  const KernelStore* opened_store() const { return store_.get(); }
+
+ private:
+  std::unique_ptr<KernelStore> store_;
+  bool store_opened_ = false;
+};
+
+/// Runs plans for an Engine. Implementations are thread-safe.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  /// The device the plan keys name.
+  virtual Device device() const = 0;
+  /// Checks that the bound inputs (graph input order) are tensors this executor can read,
+  /// before their plan is looked up.
+  virtual void check_inputs(const Graph& g, const std::vector<const Tensor*>& feeds) const = 0;
+  /// The plan cache entry of a miss: the plan to run `key` now, with its cost; may queue a
+  /// later plan that replaces it in the entry (Note [Background plans]).
+  virtual SizedValue<PlanEntry> build(const Graph& g, const PlanKey& key) = 0;
+  /// Runs `plan` (one build() of this executor made) on `feeds`: outputs already in
+  /// `outputs` are written in place (they must have the inferred type: ShapeMismatch
+  /// otherwise), the others added.
+  virtual void execute(const ExecutablePlan& plan, const std::vector<const Tensor*>& feeds, TensorMap& outputs) = 0;
+  /// Waits until the later plans queued so far are in place.
+  virtual void drain() {}
+  /// Waits until the work enqueued on a device is done.
+  virtual void synchronize() {}
+  /// A device copy of host tensor `t`; InvalidArgument on the host.
+  virtual Tensor to_device(const Tensor& t);
+  /// A host copy of device tensor `t`; InvalidArgument on the host.
+  virtual Tensor to_host(const Tensor& t);
+  /// Adds what the plan cache and the context do not count: kernels, store use, compile
+  /// times, later plans, device launches and memory.
+  virtual void add_stats(EngineStats& s) const = 0;
+
+ protected:
+  explicit Executor(BackendKind kind) : kind_(kind) {}
+  BackendKind kind_;  ///< the backend it runs (for messages)
+};
+
+/// The executor of ctx.options.backend, as its line of codegen/backends.def says. Throws
+/// DeviceUnavailable (with the reason) when that backend is not in this build or cannot
+/// target this machine.
+std::unique_ptr<Executor> make_executor(ExecutorContext& ctx);
+
+/// The host JIT backend `kind` (a HostJit line of codegen/backends.def): make_<name>_jit.
+/// InvalidArgument for another role; DeviceUnavailable when it cannot be made here.
+std::unique_ptr<JitBackend> make_jit_backend(BackendKind kind, const BackendOptions& options = {});
+
+// make_<name>_executor for each DeviceJit line of codegen/backends.def: its executor on
+// device EngineOptions::cuda_device, or Error(DeviceUnavailable) naming what is missing.
+#define FUSOR_BACKEND_EXECUTOR_Precompiled(name)
+#define FUSOR_BACKEND_EXECUTOR_HostJit(name)
+#define FUSOR_BACKEND_EXECUTOR_DeviceJit(name) std::unique_ptr<Executor> make_##name##_executor(ExecutorContext& ctx);
+#define FUSOR_BACKEND(kind, name, role, summary) FUSOR_BACKEND_EXECUTOR_##role(name)
+#include "codegen/backends.def"
+#undef FUSOR_BACKEND
+#undef FUSOR_BACKEND_EXECUTOR_Precompiled
+#undef FUSOR_BACKEND_EXECUTOR_HostJit
+#undef FUSOR_BACKEND_EXECUTOR_DeviceJit
+
+}  // namespace fusor

@@ -1,0 +1,125 @@
+#include "jit/host_executor.h"
+
+#include <atomic>
+
+#include "jit/background_plans.h"
+#include "jit/execute.h"
+#include "jit/kernel_source.h"
+#include "jit/plan.h"
+#include "jit/symbolic_plans.h"
+#include "jit/tiering.h"
+
+namespace fusor {
+
+namespace {
+
+class HostExecutor final : public Executor {
+ public:
+  HostExecutor(ExecutorContext& ctx, BackendKind backend, std::unique_ptr<JitBackend> jit)
+      : Executor(backend),
+        ctx_(ctx),
+        jit_(std::move(jit)),
+        first_tier_(ctx.options.tiering && jit_ && backend != BackendKind::Asmjit ? first_tier(ctx.options) : nullptr),
+        kernels_({ctx.options.kernel_cache_bytes, jit_ && jit_->can_load() ? ctx.store() : nullptr, ctx.options.warn}),
+        symbolic_(ctx.options.symbolic_dim, ctx.fuser) {}
+
+  Device device() const override { return Device::Host; }
+
+  void check_inputs(const Graph& g, const std::vector<const Tensor*>& feeds) const override {
+    for (size_t i = 0; i < feeds.size(); ++i)
+      FUSOR_CHECK(feeds[i]->device() == Device::Host, DeviceUnavailable, "input '", g.value(g.inputs()[i]).name,
+                  "' is on a device this backend cannot read");
+  }
+
+  // A miss: with background_compile, tiering or a symbolic dim the plan serving at once
+  // is a first plan and the final one is queued (Note [Background plans]).
+  SizedValue<PlanEntry> build(const Graph& g, const PlanKey& key) override {
+    auto entry = std::make_shared<PlanEntry>();
+    std::shared_ptr<const ReferenceSpecs> ref = jit_ ? symbolic_.reference_for(g, key) : nullptr;
+    const EngineOptions& o = ctx_.options;
+    const bool later = (o.background_compile || o.tiering || ref) && jit_;
+    std::shared_ptr<const Plan> plan = ref ? symbolic_first_plan(g, key.inputs, *ref)
+                                           : plan_on(g, key.inputs, later ? first_tier_.get() : jit_.get());
+    entry->plan.store(plan);
+    if (later && (!ref || o.specialize)) background_.submit(key, g, entry);
+    return {entry, plan->bytes};
+  }
+
+  void execute(const ExecutablePlan& plan, const std::vector<const Tensor*>& feeds, TensorMap& outputs) override {
+    execute_plan(static_cast<const Plan&>(plan), feeds, outputs, ctx_.pool, arenas_, ctx_.profile());
+  }
+
+  void drain() override { background_.drain(); }
+
+  void add_stats(EngineStats& s) const override {
+    kernels_.add_stats(s);
+    s.background_swaps += background_.swaps();
+    s.first_tier_kept += first_tier_kept_.load();
+    s.symbolic_steps += symbolic_steps_.load();
+  }
+
+ private:
+  // Tiering's first tier, asmjit; none (new shapes start on the static kernels) when it
+  // cannot be made here.
+  static std::unique_ptr<JitBackend> first_tier(const EngineOptions& o) {
+    try {
+      return make_jit_backend(BackendKind::Asmjit, BackendOptions{o.dump_dir});
+    } catch (const Error& e) {
+      o.warn(std::string("tiering without its first tier (new shapes start on the static kernels): ") + e.what());
+      return nullptr;
+    }
+  }
+
+  // The plan of g with its groups on `be`'s exact kernels where it takes them and the
+  // static kernels elsewhere (be null: all static, no compile).
+  std::shared_ptr<Plan> plan_on(const Graph& g, const std::vector<TensorType>& types, JitBackend* be) {
+    ChooseKernel choose;
+    if (be) choose = [this, be](const FusedGraph& f, size_t i) { return exact_kernel(*be, kernels_, f, i); };
+    return build_plan(g, types, ctx_.fuser, ctx_.constants, choose);
+  }
+
+  // The first plan of a size of the symbolic dim (Note [Symbolic first plans]).
+  std::shared_ptr<Plan> symbolic_first_plan(const Graph& g, const std::vector<TensorType>& types,
+                                            const ReferenceSpecs& ref) {
+    JitBackend* fallback = first_tier_.get();
+    std::shared_ptr<Plan> plan =
+        build_plan(g, types, ctx_.fuser, ctx_.constants, [&](const FusedGraph& f, size_t i) {
+          return symbolic_first_kernel(f, i, ref, *jit_, fallback, kernels_);
+        });
+    for (const Step& st : plan->steps) symbolic_steps_.fetch_add(st.extent >= 0, std::memory_order_relaxed);
+    return plan;
+  }
+
+  // The final plan that replaces `first` (Note [Background plans]); with tiering, each
+  // kernel the faster of the two tiers' (Note [Tiering]).
+  std::shared_ptr<const ExecutablePlan> final_plan(const Graph& g, const std::vector<TensorType>& types,
+                                                   const ExecutablePlan& first) {
+    std::shared_ptr<Plan> plan = plan_on(g, types, jit_.get());
+    if (first_tier_) {
+      const uint64_t kept = keep_faster(static_cast<const Plan&>(first), *plan);
+      first_tier_kept_.fetch_add(kept, std::memory_order_relaxed);
+    }
+    return plan;
+  }
+
+  ExecutorContext& ctx_;
+  std::unique_ptr<JitBackend> jit_;         // the engine's backend (null: static)
+  std::unique_ptr<JitBackend> first_tier_;  // tiering: asmjit, serving new shapes until jit_'s plan is ready
+  HostKernelSource kernels_;
+  SymbolicReferences symbolic_;
+  ArenaPool arenas_;
+  std::atomic<uint64_t> first_tier_kept_{0}, symbolic_steps_{0};
+  // Last: destroyed first, so a running job still sees the kernels and the backends.
+  BackgroundPlans background_{[this](const Graph& g, const std::vector<TensorType>& t,
+                                     const ExecutablePlan& first) { return final_plan(g, t, first); },
+                              ctx_.options.warn};
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_host_executor(ExecutorContext& ctx, BackendKind backend,
+                                            std::unique_ptr<JitBackend> jit) {
+  return std::make_unique<HostExecutor>(ctx, backend, std::move(jit));
+}
+
+}  // namespace fusor

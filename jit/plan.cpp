@@ -1,0 +1,149 @@
+#include "jit/plan.h"
+
+#include <algorithm>
+
+#include "codegen/lower.h"
+#include "jit/arena.h"
+
+namespace fusor {
+
+namespace {
+
+// The kernel step of a group.
+Step kernel_step(const Graph& fg, GroupKernel k, SharedConstants& constants) {
+  Step st;
+  const KernelSpec& spec = k.spec;
+  st.kernel = std::move(k.kernel);
+  st.extent = k.extent;
+  st.tasks = st.kernel->tasks_for(k.extent);
+  for (const BufferSpec& b : spec.buffers) {
+    ValueId v = fg.find_value(b.name);
+    FUSOR_ASSERT(v != kNoValue, "kernel buffer '", b.name, "' is not a value of the plan");
+    st.buffers.push_back(v);
+    (b.output ? st.writes : st.reads).push_back(v);
+  }
+  // Constant operands the kernel reads packed: packed once, shared by every plan.
+  for (const CompiledKernel::Prepack& pp : st.kernel->prepacks) {
+    const Tensor* c = fg.constant_data(st.buffers[size_t(pp.buffer)]);
+    FUSOR_ASSERT(c && c->dtype() == DType::F32, "kernel '", spec.name, "' prepacks a buffer that is not an f32 constant");
+    st.packed.emplace_back(size_t(pp.buffer), constants.packed(*st.kernel, pp, *c));
+  }
+  st.label = st.kernel->backend + (k.extent >= 0 ? " symbolic " : " ") + std::string(kernel_kind_name(spec.kind)) + " " +
+             spec.name;
+  return st;
+}
+
+// The static step of node `id`; a reshape that is not a graph output aliases its input.
+Step static_step(const Graph& fg, NodeId id, const std::vector<char>& is_output) {
+  const Node& n = fg.node(id);
+  Step st;
+  st.node = id;
+  bool reshape_like =
+      n.op == OpKind::Reshape || n.op == OpKind::Flatten || n.op == OpKind::Squeeze || n.op == OpKind::Unsqueeze;
+  st.alias = reshape_like && !is_output[size_t(n.outputs[0])];
+  for (ValueId v : n.inputs)
+    if (v != kNoValue) st.reads.push_back(v);
+  st.writes = n.outputs;
+  st.label = std::string(st.alias ? "view " : "static ") + std::string(op_name(n.op)) + " " + n.name;
+  return st;
+}
+
+// Counts the reads of every value, and drops each static step whose results nobody reads:
+// typically a view that JIT kernels read through strides from its root instead. Backwards,
+// so dropping a step can make its producers dead too.
+void drop_dead_steps(Plan& plan) {
+  plan.uses.assign(plan.fused.graph.values().size(), 0);
+  for (const Step& st : plan.steps)
+    for (ValueId v : st.reads) ++plan.uses[size_t(v)];
+  for (size_t i = plan.steps.size(); i-- > 0;) {
+    Step& st = plan.steps[i];
+    if (st.kernel) continue;
+    bool dead = true;
+    for (ValueId o : st.writes) dead &= plan.uses[size_t(o)] == 0 && !plan.is_output[size_t(o)];
+    if (!dead) continue;
+    for (ValueId v : st.reads) --plan.uses[size_t(v)];
+    plan.steps.erase(plan.steps.begin() + std::ptrdiff_t(i));
+  }
+}
+
+// Lays the plan's intermediates out in one arena by liveness (jit/arena.h). A value lives
+// from the step that writes it to the last step that reads it or any reshape view of it;
+// graph outputs and views are not placed (outputs go to the caller, views alias).
+void plan_arena(Plan& plan) {
+  const Graph& g = plan.fused.graph;
+  const std::vector<TensorType>& types = plan.fused.types;
+  size_t nv = g.values().size();
+  std::vector<ValueId> root(nv);
+  for (size_t v = 0; v < nv; ++v) root[v] = ValueId(v);
+  std::vector<int> first(nv, -1), last(nv, -1);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& st = plan.steps[i];
+    if (st.alias) root[size_t(st.writes[0])] = root[size_t(st.reads[0])];
+    for (ValueId v : st.reads) last[size_t(root[size_t(v)])] = int(i);
+    for (ValueId o : st.writes)
+      if (first[size_t(o)] < 0) first[size_t(o)] = int(i);
+  }
+  std::vector<ArenaItem> items;
+  std::vector<ValueId> placed;
+  for (size_t v = 0; v < nv; ++v) {
+    if (root[v] != ValueId(v) || plan.is_output[v] || g.values()[v].kind != ValueKind::NodeOutput || first[v] < 0)
+      continue;
+    int64_t bytes = types[v].shape.numel() * int64_t(dtype_size(types[v].dtype));
+    items.push_back(ArenaItem{bytes, first[v], std::max(first[v], last[v])});
+    placed.push_back(ValueId(v));
+  }
+  std::vector<int64_t> offsets;
+  plan.arena_bytes = layout_arena(items, &offsets);
+  plan.arena_offset.assign(nv, -1);
+  for (size_t i = 0; i < placed.size(); ++i) plan.arena_offset[size_t(placed[i])] = offsets[i];
+  plan.placed = std::move(placed);
+}
+
+}  // namespace
+
+GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const FusedGraph& f, size_t group) {
+  const FusionGroup& grp = f.groups[group];
+  if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return {};
+  std::string why;
+  std::optional<KernelSpec> lowered = lower_group(f, grp, &why);
+  if (!lowered || !backend.supports(*lowered, &why)) return {};
+  GroupKernel k;
+  k.spec = *lowered;
+  k.kernel = source.get(backend, std::move(*lowered));
+  return k;
+}
+
+std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, const Fuser& fuser,
+                                 SharedConstants& constants, const ChooseKernel& choose) {
+  auto plan = std::make_shared<Plan>();
+  SharedStorage shared;  // the user's constants, then derived and interned ones
+  for (const Constant& c : g.constants()) shared.insert(c.data.raw());
+  plan->fused = fuser.fuse(g, input_types, &shared);
+  constants.intern(&shared, plan->fused.graph);
+  const FusedGraph& f = plan->fused;
+  const Graph& fg = f.graph;
+  plan->is_output.assign(fg.values().size(), 0);
+  for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
+  for (size_t gi = 0; gi < f.groups.size(); ++gi) {
+    GroupKernel k = choose ? choose(f, gi) : GroupKernel{};
+    if (k.kernel) {
+      plan->steps.push_back(kernel_step(fg, std::move(k), constants));
+      continue;
+    }
+    for (NodeId id : f.groups[gi].nodes) plan->steps.push_back(static_step(fg, id, plan->is_output));
+  }
+  drop_dead_steps(*plan);
+  plan_arena(*plan);
+  // The plan's own memory: its arena, and the small constants the passes made that no
+  // other plan shares.
+  plan->bytes = uint64_t(plan->arena_bytes) + sizeof(Plan);
+  for (size_t v = 0; v < fg.values().size(); ++v) {
+    const Tensor* c = fg.constant_data(ValueId(v));
+    if (!c) continue;
+    plan->constants.push_back(ValueId(v));
+    if (!shared.count(c->raw())) plan->bytes += uint64_t(c->nbytes());  // shared ones count as packed_bytes
+  }
+  return plan;
+}
+
+}  // namespace fusor

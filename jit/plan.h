@@ -1,0 +1,76 @@
+// The host plan of one (graph, input signature): Step, Plan and build_plan, which turns a
+// fused graph into steps (a JIT kernel per group where the kernel policy gives one, the
+// static kernel of each node elsewhere), drops the static steps nobody reads and lays the
+// intermediates out in one arena by liveness. What a step's kernel is, is the caller's
+// policy (ChooseKernel): the exact kernels of one backend (exact_kernel), the first tier,
+// or the symbolic first plans' (jit/symbolic_plans.h). Layer: jit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/compiled_kernel.h"
+#include "ir/passes/pipeline.h"
+#include "jit/executor.h"
+#include "jit/fuse.h"
+#include "jit/kernel_source.h"
+#include "jit/shared_constants.h"
+
+namespace fusor {
+
+/// One unit of execution: a static kernel for one node (or a zero-copy reshape), or a JIT
+/// kernel for a whole group.
+struct Step {
+  NodeId node = -1;                               ///< static step: the node
+  bool alias = false;                             ///< static step: a reshape sharing its input's buffer
+  std::shared_ptr<const CompiledKernel> kernel;   ///< JIT step
+  int64_t tasks = 1;                              ///< JIT step: its task range [0, tasks)
+  int64_t extent = -1;                            ///< JIT step of a symbolic kernel: the run's outer extent
+  std::vector<ValueId> buffers;                   ///< JIT step: one value per KernelSpec::buffers entry
+  std::vector<std::pair<size_t, std::shared_ptr<const Tensor>>> packed;  ///< JIT step: constants passed packed
+  std::vector<ValueId> reads, writes;             ///< what the step touches (for liveness)
+  std::string label;                              ///< for profiles
+};
+
+/// One (graph, input signature)'s schedule on the host: the fused graph, its steps, and
+/// where each intermediate lives. `bytes` (what the plan cache charges) is its arena and the
+/// small constants it holds alone.
+struct Plan final : ExecutablePlan {
+  FusedGraph fused;
+  std::vector<Step> steps;
+  std::vector<int> uses;              ///< per value: reads by steps
+  std::vector<char> is_output;        ///< per value
+  std::vector<int64_t> arena_offset;  ///< per value: its place in the run's arena, or -1
+  std::vector<ValueId> placed;        ///< the values with an arena place
+  std::vector<ValueId> constants;     ///< the constants of the fused graph
+  int64_t arena_bytes = 0;
+};
+
+/// A group's kernel in a plan being built: null for a group on the static kernels; `spec`
+/// is the group's own lowered spec (a cached kernel may have been compiled for another
+/// group with the same code, so its spec's buffer names are not this group's values);
+/// `extent` the run's outer extent of a symbolic kernel (else -1).
+struct GroupKernel {
+  std::shared_ptr<const CompiledKernel> kernel;
+  KernelSpec spec;
+  int64_t extent = -1;
+};
+
+/// The kernel policy of a plan: group `group` of `f`'s kernel.
+using ChooseKernel = std::function<GroupKernel(const FusedGraph& f, size_t group)>;
+
+/// Group `group`'s exact kernel on `backend` from `source`, or none when the group has no
+/// kernel kind or the backend declines its spec.
+GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const FusedGraph& f, size_t group);
+
+/// The plan of g at `input_types`: traced and fused by `fuser`, its pass-made constants
+/// interned and packed operands shared through `constants`, each group on the kernel
+/// `choose` gives (null `choose`: every group on the static kernels).
+std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, const Fuser& fuser,
+                                 SharedConstants& constants, const ChooseKernel& choose);
+
+}  // namespace fusor

@@ -1,0 +1,66 @@
+#include "jit/symbolic_plans.h"
+
+#include "codegen/lower.h"
+#include "codegen/symbolic.h"
+#include "ir/shape_inference.h"
+
+namespace fusor {
+
+SymbolicReferences::SymbolicReferences(std::string dim, const Fuser& fuser)
+    : dim_(std::move(dim)), fuser_(fuser), references_({uint64_t(64) << 20, nullptr, nullptr}) {}
+
+std::shared_ptr<const ReferenceSpecs> SymbolicReferences::reference_for(const Graph& g, const PlanKey& key) {
+  if (dim_.empty()) return nullptr;
+  DimBindings dims;
+  for (size_t i = 0; i < g.inputs().size() && i < key.inputs.size(); ++i) bind_input(g, g.inputs()[i], key.inputs[i], &dims);
+  auto it = dims.find(dim_);
+  if (it == dims.end()) return nullptr;
+  constexpr int64_t kReferenceSize = 64;
+  it->second = it->second == kReferenceSize ? kReferenceSize + 1 : kReferenceSize;
+  PlanKey ref_key = key;
+  ref_key.inputs = input_types_from_dims(g, dims);
+  return references_.get_or_build(ref_key, [&] {
+    auto ref = std::make_shared<ReferenceSpecs>();
+    const FusedGraph f = fuser_.fuse(g, ref_key.inputs);
+    uint64_t bytes = sizeof(ReferenceSpecs);
+    for (const FusionGroup& grp : f.groups) {
+      const bool kernel_kind = grp.kind != GroupKind::View && grp.kind != GroupKind::Opaque;
+      ref->specs.push_back(kernel_kind ? lower_group(f, grp, nullptr) : std::nullopt);
+      if (ref->specs.back()) bytes += ref->specs.back()->key_bytes().size();
+    }
+    return SizedValue<ReferenceSpecs>{ref, bytes};
+  });
+}
+
+GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const ReferenceSpecs& ref, JitBackend& jit,
+                                  JitBackend* fallback, HostKernelSource& source) {
+  const FusionGroup& grp = f.groups[group];
+  if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return {};
+  std::optional<KernelSpec> lowered = lower_group(f, grp, nullptr);  // once, for every path below
+  if (!lowered) return {};
+  GroupKernel k;
+  if (ref.specs.size() == f.groups.size() && ref.specs[group]) {
+    const KernelSpec& other = *ref.specs[group];
+    if (lowered->same_code(other) && jit.supports(*lowered, nullptr)) {
+      k.spec = *lowered;
+      k.kernel = source.get(jit, std::move(*lowered));
+      return k;
+    }
+    std::optional<SymbolicSpec> sym = symbolize(*lowered, other, nullptr);
+    if (sym && jit.supports(sym->spec, nullptr)) {
+      std::shared_ptr<const CompiledKernel> kernel = source.get(jit, std::move(sym->spec));
+      if (sym->extent <= kernel->max_extent) {  // (symbolic attention serves lengths up to its scratch)
+        k.spec = std::move(*lowered);
+        k.extent = sym->extent;
+        k.kernel = std::move(kernel);
+        return k;
+      }
+    }
+  }
+  if (!fallback || !fallback->supports(*lowered, nullptr)) return {};
+  k.spec = *lowered;
+  k.kernel = source.get(*fallback, std::move(*lowered));
+  return k;
+}
+
+}  // namespace fusor

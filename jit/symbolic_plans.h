@@ -1,0 +1,57 @@
+// Symbolic first plans (EngineOptions::symbolic_dim): the kernels a never-seen size of the
+// varying dim runs on at once. Layer: jit.
+//
+// Note [Symbolic first plans]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A size of symbolic_dim the engine has not seen gets a first plan whose groups need no
+// compile for it (Note [Symbolic kernels]): each group is lowered once at the run's size
+// and compared with the same group lowered at a reference size of the dim (64, or 65 for a
+// run at 64; ReferenceSpecs, one per graph and other dims, lowered once). A group whose spec
+// does not change with the dim runs its exact kernel (the same at every size); a group with
+// a symbolic form runs the symbolic kernel (compiled once, for every size, and kept in the
+// store); any other group runs on the first tier (asmjit with tiering) or the static
+// kernels. The exact plan is then built in the background (Note [Background plans]) unless
+// EngineOptions::specialize is off. The first size ever seen compiles the symbolic kernels.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cache/keyed_cache.h"
+#include "cache/plan_key.h"
+#include "jit/plan.h"
+
+namespace fusor {
+
+/// The exact specs of a graph's groups at a reference size of EngineOptions::symbolic_dim,
+/// by group index (nullopt: a group with no kernel kind), which the plans of other sizes are
+/// symbolized against.
+struct ReferenceSpecs {
+  std::vector<std::optional<KernelSpec>> specs;
+};
+
+/// The reference specs of one engine, by graph and other dims. Thread-safe.
+class SymbolicReferences {
+ public:
+  /// References of the dim `dim` (empty: none) fused by `fuser`.
+  SymbolicReferences(std::string dim, const Fuser& fuser);
+  /// The reference specs key's size of the dim is symbolized against: g's groups lowered
+  /// at size 64 of it (65 when key is at 64). nullptr when the dim is off or g has no dim
+  /// of that name.
+  std::shared_ptr<const ReferenceSpecs> reference_for(const Graph& g, const PlanKey& key);
+
+ private:
+  std::string dim_;
+  const Fuser& fuser_;
+  KeyedCache<PlanKey, ReferenceSpecs, PlanKeyHash> references_;
+};
+
+/// Group `group`'s kernel in the first plan of a size of the dim (Note [Symbolic first
+/// plans]): `jit`'s symbolic kernel when the group has a symbolic form, `jit`'s exact kernel
+/// when it does not depend on the dim, else `fallback`'s exact kernel (the first tier) or
+/// none (null fallback: the static kernels).
+GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const ReferenceSpecs& ref, JitBackend& jit,
+                                  JitBackend* fallback, HostKernelSource& source);
+
+}  // namespace fusor
