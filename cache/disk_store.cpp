@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <thread>
 
@@ -32,6 +33,11 @@ namespace {
 constexpr char kMagic[8] = {'F', 'U', 'S', 'O', 'R', 'B', 'L', 'B'};
 constexpr uint64_t kKeyHashSeed = 0x66757361722d6b31ull;  // names entries; any fixed value
 constexpr const char* kManifestHeader = "fusor-disk-store-manifest";
+// The largest entry a load reads (a kernel object is KiBs to a few MiB): a bigger file at an
+// entry's name is corrupt (a sparse 64 GiB one made every run fail with bad_alloc).
+constexpr uint64_t kMaxEntryBytes = uint64_t(256) << 20;
+// The largest manifest read; a bigger one is rebuilt from the entries.
+constexpr uint64_t kMaxManifestBytes = uint64_t(64) << 20;
 constexpr int64_t kStaleTempSeconds = 3600;              // a temp file this old lost its writer
 
 std::string errno_text(int err) { return std::strerror(err); }
@@ -147,8 +153,9 @@ class Fd {
 class FileLock {
  public:
   FileLock(const std::string& path, bool exclusive)
-      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
-    if (!fd_.ok()) return;
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600)) {
+    struct stat st;
+    if (!fd_.ok() || ::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // (a FIFO would block)
     int r;
     do r = ::flock(fd_.get(), exclusive ? LOCK_EX : LOCK_SH);
     while (r != 0 && errno == EINTR);
@@ -180,10 +187,11 @@ std::string unsafe_dir_reason(const std::string& dir, const struct stat& st) {
   if (st.st_uid != ::geteuid())
     return dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
            std::to_string(::geteuid()) + "); set FUSOR_CACHE_DIR to a folder of your own";
-  bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-  if (others_write && (st.st_mode & S_ISVTX) == 0)
+  // Sticky or not: in a folder others may write, they can create files under the names the
+  // store opens (a FIFO at its lock or manifest, an entries/ of their own).
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
     return dir + " is writable by group or others (mode " + mode_text(st.st_mode) +
-           "), so another user could plant code that fusor would run; fix it with `chmod go-w " + dir +
+           "), so another user could plant files that fusor would open; fix it with `chmod go-w " + dir +
            "` or set FUSOR_CACHE_DIR to a private folder";
   return "";
 }
@@ -234,10 +242,11 @@ std::string manifest_header() {
 
 // nullopt: missing, unreadable or another version.
 std::optional<Manifest> read_manifest(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd.ok()) return std::nullopt;
   struct stat st;
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  if (uint64_t(st.st_size) > kMaxManifestBytes) return std::nullopt;  // rebuilt from the entries
   std::vector<uint8_t> raw;
   read_all(fd.get(), &raw, size_t(st.st_size));
   std::string_view text(reinterpret_cast<const char*>(raw.data()), raw.size());
@@ -502,7 +511,9 @@ std::optional<std::vector<uint8_t>> DiskStore::get(std::string_view key_bytes) {
     return std::nullopt;
   };
 
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  // Not blocking (a FIFO at the name would hang every run), not following links; the type,
+  // owner and size are checked on the descriptor before anything is read.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd.ok()) {
     if (errno != ENOENT)
       s.warn_once(path + ":open", "cannot read disk cache entry " + path + ": " + errno_text(errno) +
@@ -523,8 +534,17 @@ std::optional<std::vector<uint8_t>> DiskStore::get(std::string_view key_bytes) {
     return bad("foreign", "owned by uid " + std::to_string(st.st_uid) + " with mode " + mode_text(st.st_mode) +
                               "; only this user's private files are loaded");
 
+  if (uint64_t(st.st_size) > kMaxEntryBytes)
+    return bad("corrupt", std::to_string(st.st_size) + " bytes, more than any entry (" +
+                              std::to_string(kMaxEntryBytes >> 20) + " MiB)");
   std::vector<uint8_t> file;
-  read_all(fd.get(), &file, size_t(st.st_size));
+  try {
+    read_all(fd.get(), &file, size_t(st.st_size));
+  } catch (const std::bad_alloc&) {  // load never throws for an entry: a miss, compiled again
+    s.warn_once(path + ":memory", "cannot read disk cache entry " + path + " (" + std::to_string(st.st_size) +
+                                      " bytes): out of memory; it will be rebuilt in memory");
+    return miss();
+  }
   Reader r(file.data(), file.size());
   std::string_view magic, version, key;
   uint32_t format = 0, version_len = 0;
@@ -558,6 +578,12 @@ std::optional<std::vector<uint8_t>> DiskStore::get(std::string_view key_bytes) {
 bool DiskStore::put(std::string_view key_bytes, std::span<const uint8_t> payload) {
   if (!enabled()) return false;
   State& s = *state_;
+  if (payload.size() + key_bytes.size() + 4096 > kMaxEntryBytes) {
+    s.write_failures.fetch_add(1, std::memory_order_relaxed);
+    s.warn_once("too-big", "not saving a " + std::to_string(payload.size()) + "-byte payload to the disk cache " +
+                               s.dir + ": entries are at most " + std::to_string(kMaxEntryBytes >> 20) + " MiB");
+    return false;
+  }
   std::string header(kMagic, sizeof kMagic);
   put_u32(header, kEntryFormatVersion);
   put_u32(header, uint32_t(s.engine_version.size()));

@@ -9,9 +9,11 @@
 // empty or a store already (`--cache-dir /` does not spread files over /). The store is disabled
 // (every load misses, every save is a no-op, nothing throws) with a warning and a
 // reason_disabled() when the directory cannot be created, is not writable, is not owned by
-// this user, or is writable by group or others (someone else could plant code that this
-// process would then run) unless it is sticky and ours. Inside, an entry file that another
-// user owns or may write is never loaded either.
+// this user, or is writable by group or others, sticky or not (someone else could plant
+// files under the names the store opens). Inside, an entry file that another user owns or may
+// write is never loaded either, and every file is opened without blocking and checked to be
+// a regular file of at most kMaxEntryBytes (256 MiB) before it is read: a FIFO, a folder or
+// a sparse giant at an entry's name is a bad entry, removed, never a hang or a bad_alloc.
 //
 // Layout:
 //   <dir>/entries/<16 hex digits>   one entry per key, named by the key's 64-bit hash

@@ -441,6 +441,42 @@ TEST_SUITE("cache/disk_store") {
     CHECK(DiskStore::open(store_options(tmp.file("empty"), w)).enabled());
   }
 
+  TEST_CASE("a FIFO at an entry's, the manifest's or the lock's name never blocks") {
+    // (issue 19: the entry's blocking open hung every later run)
+    test::TempDir tmp("disk-store");
+    auto w = std::make_shared<Warnings>();
+    const std::string dir = tmp.file("store");
+    {
+      DiskStore s = DiskStore::open(store_options(dir, w));
+      REQUIRE(::mkfifo(s.entry_path("k").c_str(), 0600) == 0);
+      CHECK_FALSE(s.get("k"));
+      CHECK(w->count("not a regular file") == 1);
+      CHECK_FALSE(fs::exists(s.entry_path("k")));  // removed
+      CHECK(s.put("k", bytes("v")));
+      CHECK(s.get("k") == bytes("v"));
+    }
+    fs::remove(dir + "/manifest");
+    fs::remove(dir + "/lock");
+    REQUIRE(::mkfifo((dir + "/manifest").c_str(), 0600) == 0);
+    REQUIRE(::mkfifo((dir + "/lock").c_str(), 0600) == 0);
+    DiskStore again = DiskStore::open(store_options(dir, w));  // returns: no lock, no manifest
+    CHECK(again.get("k") == bytes("v"));
+  }
+
+  TEST_CASE("a sparse giant at an entry's name is a bad entry, not bad_alloc") {
+    // (issue 19: a 64 GiB sparse file was read st_size bytes at once)
+    test::TempDir tmp("disk-store");
+    auto w = std::make_shared<Warnings>();
+    DiskStore s = DiskStore::open(store_options(tmp.file("store"), w));
+    REQUIRE(s.put("k", bytes("v")));
+    REQUIRE(::truncate(s.entry_path("k").c_str(), off_t(64) << 30) == 0);
+    CHECK_FALSE(s.get("k"));
+    CHECK(w->count("more than any entry") == 1);
+    CHECK_FALSE(fs::exists(s.entry_path("k")));
+    CHECK(s.put("k", bytes("v")));
+    CHECK(s.get("k") == bytes("v"));
+  }
+
   TEST_CASE("a missing or unknown manifest is rebuilt from the entries") {
     test::TempDir tmp("disk-store");
     auto w = std::make_shared<Warnings>();
