@@ -15,7 +15,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFUSOR_FUZZ=ON \
   -DFUSOR_FUZZ_RUNS="${FUSOR_FUZZ_RUNS:-200000}" \
   -DFUSOR_BUILD_TESTS=OFF -DFUSOR_BUILD_BENCH=OFF -DFUSOR_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target onnx_loader_fuzz make_onnx_seeds
+cmake --build "$build" -j "$jobs" --target onnx_loader_fuzz text_parser_fuzz npy_reader_fuzz store_entry_fuzz make_onnx_seeds
 if ((run_tests)); then
   (cd "$build" && ctest --output-on-failure -L fuzz)
 fi
