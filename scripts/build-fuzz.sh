@@ -17,5 +17,5 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFUSOR_BUILD_TESTS=OFF -DFUSOR_BUILD_BENCH=OFF -DFUSOR_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target onnx_loader_fuzz text_parser_fuzz npy_reader_fuzz store_entry_fuzz make_onnx_seeds
 if ((run_tests)); then
-  (cd "$build" && ctest --output-on-failure -L fuzz)
+  (cd "$build" && ctest --output-on-failure -L fuzz -j "$jobs")
 fi
