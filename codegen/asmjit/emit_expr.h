@@ -129,6 +129,8 @@ class VecEmitter {
   x86::Vec pow_libm(const x86::Vec& a, const x86::Vec& b);
   /// libm's logf per lane (as the static kernel and the llvm backend call it).
   x86::Vec log_libm(const x86::Vec& a);
+  /// libm function `fn` (float(float), or float(float, float) when b is given) lane by lane.
+  x86::Vec libm_per_lane(const x86::Vec& a, const x86::Vec* b, uint64_t fn);
 
   // ---- integer helpers on 64-bit registers ----
   void add_imm(const x86::Gp& r, int64_t v);

@@ -119,10 +119,12 @@ x86::Vec VecEmitter::max_nan(const x86::Vec& a, const x86::Vec& b, bool is_max) 
   return select(a_nan, a, select(mask_or(better, b_nan), b, a));
 }
 
-x86::Vec VecEmitter::pow_libm(const x86::Vec& a, const x86::Vec& b) {
+// Calls a libm float function (one or two arguments) on each lane of the vectors in turn:
+// the vectors go through the stack, the scalar call through the host calling convention.
+x86::Vec VecEmitter::libm_per_lane(const x86::Vec& a, const x86::Vec* b, uint64_t fn) {
   x86::Mem sa = stack(bytes), sb = stack(bytes), sr = stack(bytes);
   cc.vmovups(sa, a);
-  cc.vmovups(sb, b);
+  if (b) cc.vmovups(sb, *b);
   x86::Gp pa = gp(), pb = gp(), pr = gp(), j = gp();
   cc.lea(pa, sa);
   cc.lea(pb, sb);
@@ -132,13 +134,14 @@ x86::Vec VecEmitter::pow_libm(const x86::Vec& a, const x86::Vec& b) {
   cc.bind(lane);
   x86::Xmm xa = cc.newXmmSs(), xb = cc.newXmmSs(), xr = cc.newXmmSs();
   cc.vmovss(xa, x86::dword_ptr(pa, j, 2));
-  cc.vmovss(xb, x86::dword_ptr(pb, j, 2));
+  if (b) cc.vmovss(xb, x86::dword_ptr(pb, j, 2));
   asmjit::InvokeNode* call = nullptr;
-  float (*powf_fn)(float, float) = ::powf;
-  cc.invoke(&call, asmjit::Imm(reinterpret_cast<uint64_t>(powf_fn)),
-            asmjit::FuncSignatureT<float, float, float>(asmjit::CallConvId::kHost));
+  if (b)
+    cc.invoke(&call, asmjit::Imm(fn), asmjit::FuncSignatureT<float, float, float>(asmjit::CallConvId::kHost));
+  else
+    cc.invoke(&call, asmjit::Imm(fn), asmjit::FuncSignatureT<float, float>(asmjit::CallConvId::kHost));
   call->setArg(0, xa);
-  call->setArg(1, xb);
+  if (b) call->setArg(1, xb);
   call->setRet(0, xr);
   cc.vmovss(x86::dword_ptr(pr, j, 2), xr);
   cc.inc(j);
@@ -149,30 +152,14 @@ x86::Vec VecEmitter::pow_libm(const x86::Vec& a, const x86::Vec& b) {
   return r;
 }
 
+x86::Vec VecEmitter::pow_libm(const x86::Vec& a, const x86::Vec& b) {
+  float (*powf_fn)(float, float) = ::powf;
+  return libm_per_lane(a, &b, reinterpret_cast<uint64_t>(powf_fn));
+}
+
 x86::Vec VecEmitter::log_libm(const x86::Vec& a) {
-  x86::Mem sa = stack(bytes), sr = stack(bytes);
-  cc.vmovups(sa, a);
-  x86::Gp pa = gp(), pr = gp(), j = gp();
-  cc.lea(pa, sa);
-  cc.lea(pr, sr);
-  cc.xor_(j, j);
-  asmjit::Label lane = cc.newLabel();
-  cc.bind(lane);
-  x86::Xmm xa = cc.newXmmSs(), xr = cc.newXmmSs();
-  cc.vmovss(xa, x86::dword_ptr(pa, j, 2));
-  asmjit::InvokeNode* call = nullptr;
   float (*logf_fn)(float) = ::logf;
-  cc.invoke(&call, asmjit::Imm(reinterpret_cast<uint64_t>(logf_fn)),
-            asmjit::FuncSignatureT<float, float>(asmjit::CallConvId::kHost));
-  call->setArg(0, xa);
-  call->setRet(0, xr);
-  cc.vmovss(x86::dword_ptr(pr, j, 2), xr);
-  cc.inc(j);
-  cc.cmp(j, lanes);
-  cc.jb(lane);
-  x86::Vec r = vec();
-  cc.vmovups(r, sr);
-  return r;
+  return libm_per_lane(a, nullptr, reinterpret_cast<uint64_t>(logf_fn));
 }
 
 }  // namespace fusor::asmjit_emit
