@@ -5,7 +5,13 @@
 // the conv / attention dims) are bound by the caller.
 #pragma once
 
+#include <cmath>
+#include <map>
 #include <string>
+
+#include "codegen/kernel_spec.h"
+#include "tests/support/kernel_util.h"
+#include "tests/support/test_util.h"
 
 namespace fusor::test {
 
@@ -83,5 +89,27 @@ y = Clip(c, zero, six)
 output y
 )";
 }
+
+/// The inputs of onnx_pointwise_graph / onnx_compare_graph at [a, b]: x and y ~ N(0, 3),
+/// a bool mask m, with NaN, infinities, signed zeros and huge values in x and y when
+/// `specials` (y has no denormals: 1/y overflows f32 but not the interpreter's double), and
+/// y == x at some elements (Equal is sometimes true).
+inline std::map<std::string, Tensor> onnx_op_inputs(int64_t a, int64_t b, uint64_t seed, bool specials) {
+  Tensor x = randn({a, b}, seed, 3.0), y = randn({a, b}, seed + 1, 3.0);
+  Tensor m = Tensor::empty(DType::Bool, {a, b});
+  const double sv[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 6.0, 1e-40, -1e30};
+  const double sy[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 6.0, 1e-30, -1e30};
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    m.set(i, (i * 7 + int64_t(seed)) % 3 == 0);
+    if (specials && i % 5 == 1) x.set(i, sv[i % 8]);
+    if (specials && i % 7 == 2) y.set(i, sy[(i + 3) % 8]);
+    if (i % 9 == 4) y.set(i, x.at(i));
+  }
+  return {{"x", x}, {"y", y}, {"m", m}};
+}
+
+/// The JIT suites' tolerance on those graphs: vs static 2 ulp relative and 1e-6 absolute,
+/// vs the interpreter 1e-5 relative and absolute (the suites' headers say why).
+inline Tol onnx_op_tolerance(const KernelSpec&) { return Tol{1e-5, 1e-5, 2.0 / (1 << 23), 1e-6}; }
 
 }  // namespace fusor::test

@@ -20,28 +20,7 @@
 
 using namespace fusor;
 
-namespace {
-
-constexpr double kUlp = 1.0 / (1 << 23);
-
-std::map<std::string, Tensor> inputs(int64_t a, int64_t b, uint64_t seed, bool specials) {
-  Tensor x = test::randn({a, b}, seed, 3.0), y = test::randn({a, b}, seed + 1, 3.0);
-  Tensor m = Tensor::empty(DType::Bool, {a, b});
-  // y has no denormals: 1/y overflows f32 but not the interpreter's double.
-  const double sv[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 6.0, 1e-40, -1e30};
-  const double sy[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 6.0, 1e-30, -1e30};
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    m.set(i, (i * 7 + int64_t(seed)) % 3 == 0);
-    if (specials && i % 5 == 1) x.set(i, sv[i % 8]);
-    if (specials && i % 7 == 2) y.set(i, sy[(i + 3) % 8]);
-    if (i % 9 == 4) y.set(i, x.at(i));  // Equal is sometimes true
-  }
-  return {{"x", x}, {"y", y}, {"m", m}};
-}
-
-test::Tol tol(const KernelSpec&) { return test::Tol{1e-5, 1e-5, 2 * kUlp, 1e-6}; }
-
-}  // namespace
+using test::onnx_op_tolerance;
 
 TEST_SUITE("llvm/onnx_ops") {
   TEST_CASE("the new pointwise ops fuse and agree with static and the interpreter") {
@@ -54,7 +33,7 @@ TEST_SUITE("llvm/onnx_ops") {
           CAPTURE(a);
           CAPTURE(b);
           FusedGraph f = test::fuse_text(text, {{"A", a}, {"B", b}});
-          CHECK(test::check_groups(*be, f, inputs(a, b, seed++, b > 4), GroupKind::Pointwise, tol).kernels == 1);
+          CHECK(test::check_groups(*be, f, test::onnx_op_inputs(a, b, seed++, b > 4), GroupKind::Pointwise, onnx_op_tolerance).kernels == 1);
         }
   }
 
