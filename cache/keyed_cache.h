@@ -140,6 +140,23 @@ class KeyedCache {
     return value;
   }
 
+  /// Charges `bytes` for key's completed entry when it still holds `value` (whose contents
+  /// changed in place, e.g. a plan replaced in its entry), evicting least recently used
+  /// entries to meet the budget; otherwise does nothing.
+  void recharge(const Key& key, const Value* value, uint64_t bytes) {
+    std::vector<Node> dropped;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = map_.find(key);
+      if (it == map_.end() || !it->second->done || it->second->value.get() != value) return;
+      Slot& s = *it->second;
+      bytes_ = bytes_ - s.bytes + bytes;
+      s.bytes = bytes;
+      evict_over_budget(&dropped);
+    }
+    notify_dropped(dropped);
+  }
+
   /// Changes the budget (0 = unbounded), evicting least recently used entries to meet it.
   void set_budget(uint64_t bytes) {
     std::vector<Node> dropped;

@@ -45,8 +45,14 @@ struct CompiledKernel {
   std::string symbol;               ///< its entry symbol (names dump files)
   std::string object;               ///< what the disk store keeps (llvm: the relocatable object); may be empty
   int64_t code_bytes = 0;           ///< size of its machine code (or object)
+  /// What its backend keeps in memory to run it besides this struct, its spec and its
+  /// object (llvm: the linked, page-aligned segments and the JIT's records of them).
+  int64_t backend_bytes = 0;
   std::shared_ptr<const void> code; ///< owns the machine code behind fn
 
+  /// What keeping it costs in memory: what the kernel cache and the plans holding it
+  /// charge (Note [Kernel source]).
+  uint64_t resident_bytes() const;
   /// The task range to split when the run's outer extent is `extent` (symbolic kernels),
   /// else `tasks`.
   int64_t tasks_for(int64_t extent) const {

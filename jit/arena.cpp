@@ -45,6 +45,7 @@ std::shared_ptr<void> ArenaPool::acquire(int64_t bytes) {
       if (spare_[i].first >= bytes && (best == spare_.size() || spare_[i].first < spare_[best].first)) best = i;
     if (best < spare_.size()) {
       std::shared_ptr<void> b = std::move(spare_[best].second);
+      spare_bytes_ -= uint64_t(spare_[best].first);
       spare_.erase(spare_.begin() + std::ptrdiff_t(best));
       return b;
     }
@@ -57,13 +58,24 @@ std::shared_ptr<void> ArenaPool::acquire(int64_t bytes) {
 
 void ArenaPool::release(std::shared_ptr<void> block, int64_t bytes) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (spare_.size() >= kMaxSpare) {
-    // Drop the smallest: large blocks are the expensive ones to fault in again.
-    auto smallest = std::min_element(spare_.begin(), spare_.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  const uint64_t b = uint64_t(bytes);
+  if (max_spare_bytes_ != 0 && b > max_spare_bytes_) return;  // freed: larger than the whole stock may be
+  // Make room by dropping the smallest blocks (large ones are the expensive ones to fault
+  // in again), unless the new block is the smallest.
+  auto over = [&] { return spare_.size() >= kMaxSpare || (max_spare_bytes_ != 0 && spare_bytes_ + b > max_spare_bytes_); };
+  while (!spare_.empty() && over()) {
+    auto smallest = std::min_element(spare_.begin(), spare_.end(), [](auto& x, auto& y) { return x.first < y.first; });
     if (smallest->first >= bytes) return;
+    spare_bytes_ -= uint64_t(smallest->first);
     spare_.erase(smallest);
   }
+  spare_bytes_ += b;
   spare_.emplace_back(bytes, std::move(block));
+}
+
+uint64_t ArenaPool::spare_bytes() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return spare_bytes_;
 }
 
 }  // namespace fusor

@@ -22,17 +22,26 @@ struct ArenaItem {
 /// overlap; returns the total size. Greedy: largest first, lowest free offset.
 int64_t layout_arena(const std::vector<ArenaItem>& items, std::vector<int64_t>* offsets);
 
-/// A thread-safe stock of 64-byte aligned blocks, reused across runs.
+/// A thread-safe stock of 64-byte aligned blocks, reused across runs. The stock is bounded
+/// in blocks (kMaxSpare) and in bytes (`max_spare_bytes`, 0: by count alone), so the arenas
+/// of shapes the plan cache has long evicted are not kept resident: the engine bounds it by
+/// its plan budget, which charges each plan for its arena.
 class ArenaPool {
  public:
+  explicit ArenaPool(uint64_t max_spare_bytes = 0) : max_spare_bytes_(max_spare_bytes) {}
   /// A block of at least `bytes` (a recycled one when one is large enough).
   std::shared_ptr<void> acquire(int64_t bytes);
-  /// Returns a block (of the given size) to the stock; the stock keeps at most kMaxSpare.
+  /// Returns a block (of the given size) to the stock, which keeps the largest blocks
+  /// within its bounds and frees the others.
   void release(std::shared_ptr<void> block, int64_t bytes);
+  /// The bytes of the blocks in stock.
+  uint64_t spare_bytes() const;
 
  private:
   static constexpr size_t kMaxSpare = 8;
-  std::mutex mu_;
+  const uint64_t max_spare_bytes_;
+  mutable std::mutex mu_;
+  uint64_t spare_bytes_ = 0;
   std::vector<std::pair<int64_t, std::shared_ptr<void>>> spare_;
 };
 

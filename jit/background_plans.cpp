@@ -4,8 +4,8 @@
 
 namespace fusor {
 
-BackgroundPlans::BackgroundPlans(Build build, std::function<void(const std::string&)> warn)
-    : build_(std::move(build)), warn_(std::move(warn)) {}
+BackgroundPlans::BackgroundPlans(Build build, Recharge recharge, std::function<void(const std::string&)> warn)
+    : build_(std::move(build)), recharge_(std::move(recharge)), warn_(std::move(warn)) {}
 
 BackgroundPlans::~BackgroundPlans() {
   {
@@ -40,7 +40,10 @@ void BackgroundPlans::loop() {
     busy_ = true;
     lk.unlock();
     try {
-      job.entry->plan.store(build_(job.graph, job.key.inputs, *job.entry->plan.load()));
+      std::shared_ptr<const ExecutablePlan> plan = build_(job.graph, job.key.inputs, *job.entry->plan.load());
+      const uint64_t bytes = plan->bytes;
+      job.entry->plan.store(std::move(plan));
+      if (recharge_) recharge_(job.key, *job.entry, bytes);
       swaps_.fetch_add(1);
     } catch (const std::exception& e) {
       warn_(std::string("a background JIT plan failed; its shape stays on the static kernels: ") + e.what());

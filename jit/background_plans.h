@@ -8,9 +8,10 @@
 // plan is first built with every group on the static kernels (tracing and fusion only,
 // milliseconds) and run at once, while a background thread builds the JIT plan (compiling
 // or loading its kernels) and then swaps it into the same cache entry. The entry holds the
-// current plan in an atomic shared_ptr (PlanEntry, jit/executor.h): a run loads it once and
-// uses that plan throughout, so no run ever sees a half-built plan, and a plan being
-// replaced stays alive until the runs using it end. Jobs run one at a time, in order; the
+// current plan in a mutex-guarded shared_ptr (PlanSlot, jit/executor.h): a run loads it
+// once and uses that plan throughout, so no run ever sees a half-built plan, and a plan
+// being replaced stays alive until the runs using it end. The plan cache then charges the
+// entry for the final plan (its arena and its kernels) instead of the first. Jobs run one at a time, in order; the
 // engine's destructor drops the jobs not started and waits for the one running. A job that
 // fails leaves the first plan in place and warns. Compiles on this thread count as
 // kernels_compiled_background. With tiering the first plan is on asmjit kernels and the
@@ -42,7 +43,9 @@ class BackgroundPlans {
   /// Builds the final plan of a shape, given the plan serving it until then.
   using Build = std::function<std::shared_ptr<const ExecutablePlan>(const Graph&, const std::vector<TensorType>&,
                                                                     const ExecutablePlan& first)>;
-  BackgroundPlans(Build build, std::function<void(const std::string&)> warn);
+  /// Charges the plan cache for an entry's final plan once it is in (may be empty).
+  using Recharge = std::function<void(const PlanKey&, const PlanEntry&, uint64_t bytes)>;
+  BackgroundPlans(Build build, Recharge recharge, std::function<void(const std::string&)> warn);
   /// Drops the jobs not started and waits for the one running.
   ~BackgroundPlans();
   BackgroundPlans(const BackgroundPlans&) = delete;
@@ -64,6 +67,7 @@ class BackgroundPlans {
   void loop();
 
   Build build_;
+  Recharge recharge_;
   std::function<void(const std::string&)> warn_;
   std::mutex mu_;
   std::condition_variable cv_, idle_cv_;

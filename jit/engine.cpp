@@ -3,6 +3,7 @@
 #include "ir/passes/explain.h"
 #include "jit/bind_run.h"
 #include "jit/executor.h"
+#include "jit/heap_release.h"
 
 namespace fusor {
 
@@ -12,8 +13,16 @@ namespace fusor {
 struct Engine::Impl {
   explicit Impl(EngineOptions o)
       : context(std::move(o)),
-        executor(make_executor(context)),
-        plans({context.options.plan_cache_bytes, nullptr, nullptr}) {}
+        heap(HeapRelease::threshold_for(context.options.plan_cache_bytes)),
+        plans(std::make_shared<PlanCache>(PlanCache::Options{
+            context.options.plan_cache_bytes, nullptr,
+            [this](const PlanKey&, const std::shared_ptr<const PlanEntry>& e) { heap.evicted(e->plan.load()->bytes); }})) {
+    std::weak_ptr<PlanCache> weak = plans;
+    context.recharge_plan = [weak](const PlanKey& k, const PlanEntry& e, uint64_t bytes) {
+      if (std::shared_ptr<PlanCache> p = weak.lock()) p->recharge(k, &e, bytes);
+    };
+    executor = make_executor(context);
+  }
 
   // The key of g's plan at `input_types` on this engine's executor.
   PlanKey key(const Graph& g, std::vector<TensorType> input_types) const {
@@ -27,15 +36,21 @@ struct Engine::Impl {
 
   // The plan serving `key`, built on a miss (Note [Background plans]: perhaps a first plan).
   std::shared_ptr<const ExecutablePlan> plan(const Graph& g, const PlanKey& k) {
-    return plans.get_or_build(k, [&] { return executor->build(g, k); })->plan.load();
+    return plans->get_or_build(k, [&] {
+                   heap.maybe_release();  // Note [Releasing evicted memory]
+                   return executor->build(g, k);
+                 })
+        ->plan.load();
   }
 
   ExecutorContext context;
+  HeapRelease heap;
   // Before the plans: the plans (their kernels, device arenas and constants) are released
   // before the executor that made them, and a background plan still running when the
-  // engine goes holds its own cache entry, so it needs the executor and the context only.
+  // engine goes holds its own cache entry, so it needs the executor and the context only
+  // (its recharge finds the plan cache gone: context.recharge_plan holds it weakly).
   std::unique_ptr<Executor> executor;
-  PlanCache plans;
+  std::shared_ptr<PlanCache> plans;
 };
 
 Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -81,7 +96,7 @@ std::vector<StepProfile> Engine::profile() const { return impl_->context.times.s
 
 EngineStats Engine::stats() const {
   const Impl& m = *impl_;
-  const CacheStats p = m.plans.stats();
+  const CacheStats p = m.plans->stats();
   EngineStats s;
   s.plan_hits = p.hits;
   s.plan_misses = p.misses;

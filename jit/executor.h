@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "cache/kernel_store.h"
@@ -32,10 +34,33 @@ struct ExecutablePlan {
   uint64_t bytes = 0;  ///< what the plan cache charges for it
 };
 
+/// The plan serving a cache entry now: a shared_ptr that one thread may replace while
+/// others load it. A mutex guards it rather than std::atomic<std::shared_ptr>, which
+/// libstdc++ 12 implements with a lock bit ThreadSanitizer cannot see: its reports of that
+/// swap would hide a real race among known ones (issue 20).
+class PlanSlot {
+ public:
+  std::shared_ptr<const ExecutablePlan> load() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return plan_;
+  }
+  /// Replaces the plan; the old one is released after the lock (its runs may still hold it).
+  void store(std::shared_ptr<const ExecutablePlan> plan) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      plan_.swap(plan);
+    }
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const ExecutablePlan> plan_;
+};
+
 /// A plan cache entry: the plan serving its key now. A later plan may replace it (Note
 /// [Background plans]); a run loads it once and uses that plan throughout.
 struct PlanEntry {
-  mutable std::atomic<std::shared_ptr<const ExecutablePlan>> plan;
+  mutable PlanSlot plan;
 };
 
 /// The plans of an engine, by Note [Plan key].
@@ -55,6 +80,11 @@ class ExecutorContext {
   ThreadPool pool;
   SharedConstants constants;
   Fuser fuser;
+
+  /// Changes what the plan cache charges for `entry` (of `key`) once a later plan replaced
+  /// its first one (Note [Background plans]); set by the Engine, a no-op once the plan
+  /// cache is gone.
+  std::function<void(const PlanKey& key, const PlanEntry& entry, uint64_t bytes)> recharge_plan;
 
   /// The step times recorded so far (Engine::profile()).
   StepTimes times;

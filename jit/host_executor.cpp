@@ -98,6 +98,7 @@ class HostExecutor final : public Executor {
     if (first_tier_) {
       const uint64_t kept = keep_faster(static_cast<const Plan&>(first), *plan);
       first_tier_kept_.fetch_add(kept, std::memory_order_relaxed);
+      charge(*plan);  // it holds other kernels now
     }
     return plan;
   }
@@ -107,12 +108,12 @@ class HostExecutor final : public Executor {
   std::unique_ptr<JitBackend> first_tier_;  // tiering: asmjit, serving new shapes until jit_'s plan is ready
   HostKernelSource kernels_;
   SymbolicReferences symbolic_;
-  ArenaPool arenas_;
+  ArenaPool arenas_{ctx_.options.plan_cache_bytes};  // its stock bounded like the plans that charge for it
   std::atomic<uint64_t> first_tier_kept_{0}, symbolic_steps_{0};
   // Last: destroyed first, so a running job still sees the kernels and the backends.
   BackgroundPlans background_{[this](const Graph& g, const std::vector<TensorType>& t,
                                      const ExecutablePlan& first) { return final_plan(g, t, first); },
-                              ctx_.options.warn};
+                              ctx_.recharge_plan, ctx_.options.warn};
 };
 
 }  // namespace

@@ -23,8 +23,7 @@ struct Made {
 // A host kernel's compile_us is its compile time, or its link time when it came from the
 // store (`loaded`).
 Made made(const CompiledKernel& k, bool loaded) {
-  const uint64_t bytes = uint64_t(k.code_bytes) + sizeof(CompiledKernel);
-  return {k.object, loaded ? 0 : k.compile_us, loaded ? k.compile_us : 0, bytes};
+  return {k.object, loaded ? 0 : k.compile_us, loaded ? k.compile_us : 0, k.resident_bytes()};
 }
 
 // A CUDA kernel is loaded on the device whether it was compiled or came from the store.

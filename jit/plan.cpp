@@ -1,6 +1,7 @@
 #include "jit/plan.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "codegen/lower.h"
 #include "jit/arena.h"
@@ -136,14 +137,22 @@ std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& 
   plan_arena(*plan);
   // The plan's own memory: its arena, and the small constants the passes made that no
   // other plan shares.
-  plan->bytes = uint64_t(plan->arena_bytes) + sizeof(Plan);
+  plan->own_bytes = uint64_t(plan->arena_bytes) + sizeof(Plan);
   for (size_t v = 0; v < fg.values().size(); ++v) {
     const Tensor* c = fg.constant_data(ValueId(v));
     if (!c) continue;
     plan->constants.push_back(ValueId(v));
-    if (!shared.count(c->raw())) plan->bytes += uint64_t(c->nbytes());  // shared ones count as packed_bytes
+    if (!shared.count(c->raw())) plan->own_bytes += uint64_t(c->nbytes());  // shared ones count as packed_bytes
   }
+  charge(*plan);
   return plan;
+}
+
+void charge(Plan& plan) {
+  std::unordered_set<const CompiledKernel*> kernels;
+  plan.bytes = plan.own_bytes;
+  for (const Step& st : plan.steps)
+    if (st.kernel && kernels.insert(st.kernel.get()).second) plan.bytes += st.kernel->resident_bytes();
 }
 
 }  // namespace fusor

@@ -37,8 +37,10 @@ struct Step {
 };
 
 /// One (graph, input signature)'s schedule on the host: the fused graph, its steps, and
-/// where each intermediate lives. `bytes` (what the plan cache charges) is its arena and the
-/// small constants it holds alone.
+/// where each intermediate lives. `bytes` (what the plan cache charges, charge()) is
+/// `own_bytes`, its arena and the small constants it holds alone, and its kernels: a plan
+/// keeps its kernels alive after the kernel cache evicted them, so the plan budget has to
+/// bound them too (a kernel shared by several plans is charged to each).
 struct Plan final : ExecutablePlan {
   FusedGraph fused;
   std::vector<Step> steps;
@@ -48,7 +50,12 @@ struct Plan final : ExecutablePlan {
   std::vector<ValueId> placed;        ///< the values with an arena place
   std::vector<ValueId> constants;     ///< the constants of the fused graph
   int64_t arena_bytes = 0;
+  uint64_t own_bytes = 0;
 };
+
+/// Sets plan.bytes from its own bytes and the resident bytes of each distinct kernel its
+/// steps hold.
+void charge(Plan& plan);
 
 /// A group's kernel in a plan being built: null for a group on the static kernels; `spec`
 /// is the group's own lowered spec (a cached kernel may have been compiled for another
