@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds fusor into a build folder.
 #   scripts/build.sh [BUILD_DIR]       (default: build)
-# Environment: FUSOR_SANITIZE=1 for an ASan/UBSan build; FUSOR_WERROR=1 (CI) turns warnings
+# Environment: FUSOR_SANITIZE=ON (or address) for an ASan/UBSan build, =thread for TSan;
+# FUSOR_TARGETS: what to build (default: all); FUSOR_WERROR=1 (CI) turns warnings
 # into errors; CMAKE_BUILD_TYPE (default Release); JOBS (default: number of cores).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,4 +12,5 @@ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" \
   -DFUSOR_WERROR="${FUSOR_WERROR:-OFF}" \
   -DFUSOR_SANITIZE="${FUSOR_SANITIZE:-OFF}" >/dev/null
-cmake --build "$build" -j "$jobs"
+# shellcheck disable=SC2086  # FUSOR_TARGETS is a list of target names
+cmake --build "$build" -j "$jobs" ${FUSOR_TARGETS:+--target $FUSOR_TARGETS}
