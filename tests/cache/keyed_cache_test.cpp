@@ -108,6 +108,25 @@ TEST_SUITE("cache/keyed_cache") {
     CHECK(c.stats().bytes == 1300);
   }
 
+  TEST_CASE("recharge changes an entry's cost in place and evicts to meet the budget") {
+    std::vector<std::string> evicted;
+    BlobCache c(budgeted(100, &evicted));
+    auto a = get(c, "a", 10);
+    get(c, "b", 10);
+    get(c, "c", 10);
+    c.recharge("b", a.get(), 500);  // not b's value: nothing happens
+    CHECK(c.stats().bytes == 30);
+    c.recharge("zz", a.get(), 500);  // no such key
+    CHECK(c.stats().bytes == 30);
+    c.recharge("a", a.get(), 50);  // a costs 50 now
+    CHECK(c.stats().bytes == 70);
+    CHECK(evicted.empty());
+    c.recharge("a", a.get(), 85);  // 105 > 100: the least recently used (a) goes
+    CHECK(evicted == std::vector<std::string>{"a"});
+    CHECK(c.stats().bytes == 20);
+    CHECK(c.stats().evictions == 1);
+  }
+
   TEST_CASE("a builder may return the cost with the value") {
     BlobCache c(BlobCache::Options{.budget_bytes = 100});
     auto v = c.get_or_build("a", [] { return SizedValue<Blob>{std::make_shared<const Blob>(Blob{"a", 0}), 60}; });

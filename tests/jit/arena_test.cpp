@@ -50,4 +50,25 @@ TEST_SUITE("jit/arena") {
     std::shared_ptr<void> c = pool.acquire(8192);
     CHECK(c.get() != raw);
   }
+
+  TEST_CASE("the pool's stock is bounded in bytes and keeps the largest blocks") {
+    ArenaPool pool(10000);
+    std::shared_ptr<void> a = pool.acquire(4000), b = pool.acquire(5000), c = pool.acquire(3000);
+    void* rb = b.get();
+    pool.release(std::move(a), 4000);
+    pool.release(std::move(b), 5000);
+    CHECK(pool.spare_bytes() == 9000);
+    pool.release(std::move(c), 3000);  // 12000 > 10000: the smallest block (itself) is freed
+    CHECK(pool.spare_bytes() == 9000);
+    pool.release(pool.acquire(20000), 20000);  // larger than the whole stock may be: freed
+    CHECK(pool.spare_bytes() == 9000);
+    std::shared_ptr<void> d = pool.acquire(4500);  // the smallest that fits: the 5000 block
+    CHECK(d.get() == rb);
+    pool.release(std::move(d), 5000);
+    std::shared_ptr<void> e = pool.acquire(6000);
+    void* re = e.get();
+    pool.release(std::move(e), 6000);  // 15000: the 4000 then the 5000 block go, smaller than it
+    CHECK(pool.spare_bytes() == 6000);
+    CHECK(pool.acquire(100).get() == re);
+  }
 }
