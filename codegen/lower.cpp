@@ -10,10 +10,7 @@ namespace fusor {
 
 namespace {
 
-bool is_view_op(OpKind op) {
-  return op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Squeeze || op == OpKind::Unsqueeze ||
-         op == OpKind::Transpose || op == OpKind::Slice || op == OpKind::Split;
-}
+bool is_view_op(OpKind op) { return op_family(op) == OpFamily::View; }
 
 // Thrown inside the lowerer when a group cannot be expressed; caught in lower_group.
 struct NotLowerable {

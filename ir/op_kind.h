@@ -9,14 +9,29 @@ namespace fusor {
 
 /// One operator kind per line of ir/ops.def.
 enum class OpKind : uint16_t {
-#define FUSOR_OP(kind) kind,
+#define FUSOR_OP(kind, family) kind,
 #include "ir/ops.def"
 #undef FUSOR_OP
 };
 
+/// How the fusion passes and the lowering treat an operator (ir/ops.def says why).
+enum class OpFamily : uint8_t { Contraction, Pointwise, Normalization, Reduction, Pool, View, Movement, Shape };
+
+/// The family of `op`, from its line of ir/ops.def.
+constexpr OpFamily op_family(OpKind op) {
+  switch (op) {
+#define FUSOR_OP(kind, family) \
+  case OpKind::kind:           \
+    return OpFamily::family;
+#include "ir/ops.def"
+#undef FUSOR_OP
+  }
+  return OpFamily::Movement;
+}
+
 /// Number of operator kinds.
 inline constexpr int kNumOpKinds = 0
-#define FUSOR_OP(kind) +1
+#define FUSOR_OP(kind, family) +1
 #include "ir/ops.def"
 #undef FUSOR_OP
     ;

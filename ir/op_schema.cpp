@@ -6,7 +6,7 @@ namespace fusor {
 
 namespace {
 const std::array<const OpSchema*, kNumOpKinds> kSchemas = {
-#define FUSOR_OP(kind) &k##kind##Schema,
+#define FUSOR_OP(kind, family) &k##kind##Schema,
 #include "ir/ops.def"
 #undef FUSOR_OP
 };

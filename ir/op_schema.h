@@ -62,7 +62,7 @@ const OpSchema& op_schema(OpKind op);
 
 // One schema object per op, defined in ir/ops/<family>.cpp (declared here so that their
 // definitions have external linkage and the table in op_schema.cpp can refer to them).
-#define FUSOR_OP(kind) extern const OpSchema k##kind##Schema;
+#define FUSOR_OP(kind, family) extern const OpSchema k##kind##Schema;
 #include "ir/ops.def"
 #undef FUSOR_OP
 

@@ -8,14 +8,14 @@ namespace fusor {
 
 // Every family file of codegen/static defines one kernel per op it owns (a missing one is a
 // link error): run_<Kind>(StaticKernelArgs&).
-#define FUSOR_OP(kind) void run_##kind(StaticKernelArgs&);
+#define FUSOR_OP(kind, family) void run_##kind(StaticKernelArgs&);
 #include "ir/ops.def"
 #undef FUSOR_OP
 
 namespace {
 using KernelFn = void (*)(StaticKernelArgs&);
 const std::array<KernelFn, kNumOpKinds> kKernels = {
-#define FUSOR_OP(kind) &run_##kind,
+#define FUSOR_OP(kind, family) &run_##kind,
 #include "ir/ops.def"
 #undef FUSOR_OP
 };

@@ -39,61 +39,9 @@ namespace fusor {
 
 namespace {
 
-bool is_view(OpKind op) {
-  switch (op) {
-    case OpKind::Reshape:
-    case OpKind::Flatten:
-    case OpKind::Squeeze:
-    case OpKind::Unsqueeze:
-    case OpKind::Transpose:
-    case OpKind::Slice:
-    case OpKind::Split: return true;
-    default: return false;
-  }
-}
-
-bool is_contraction(OpKind op) { return op == OpKind::Conv || op == OpKind::MatMul || op == OpKind::Gemm; }
-
-bool is_pointwise(OpKind op) {
-  switch (op) {
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Mul:
-    case OpKind::Div:
-    case OpKind::Pow:
-    case OpKind::Max:
-    case OpKind::Min:
-    case OpKind::Relu:
-    case OpKind::Gelu:
-    case OpKind::Erf:
-    case OpKind::Tanh:
-    case OpKind::Sigmoid:
-    case OpKind::Exp:
-    case OpKind::Sqrt:
-    case OpKind::Neg:
-    case OpKind::Abs:
-    case OpKind::Reciprocal:
-    case OpKind::Log:
-    case OpKind::Clip:
-    case OpKind::LeakyRelu:
-    case OpKind::HardSigmoid:
-    case OpKind::HardSwish:
-    case OpKind::Equal:
-    case OpKind::Less:
-    case OpKind::LessOrEqual:
-    case OpKind::Greater:
-    case OpKind::GreaterOrEqual:
-    case OpKind::And:
-    case OpKind::Or:
-    case OpKind::Not:
-    case OpKind::IsNaN:
-    case OpKind::IsInf:
-    case OpKind::Cast:
-    case OpKind::Where:
-    case OpKind::BatchNormalization: return true;
-    default: return false;
-  }
-}
+bool is_view(OpKind op) { return op_family(op) == OpFamily::View; }
+bool is_contraction(OpKind op) { return op_family(op) == OpFamily::Contraction; }
+bool is_pointwise(OpKind op) { return op_family(op) == OpFamily::Pointwise; }
 
 class Grouper {
  public:

@@ -220,3 +220,20 @@ TEST_SUITE("ir/fingerprint") {
     CHECK(g(1) == g(1));
   }
 }
+
+TEST_CASE("every operator has its family from ir/ops.def") {
+  using fusor::OpFamily;
+  using fusor::OpKind;
+  using fusor::op_family;
+  CHECK(op_family(OpKind::MatMul) == OpFamily::Contraction);
+  CHECK(op_family(OpKind::BatchNormalization) == OpFamily::Pointwise);  // an affine at inference
+  CHECK(op_family(OpKind::Where) == OpFamily::Pointwise);
+  CHECK(op_family(OpKind::Softmax) == OpFamily::Normalization);
+  CHECK(op_family(OpKind::CumSum) == OpFamily::Reduction);
+  CHECK(op_family(OpKind::Split) == OpFamily::View);
+  CHECK(op_family(OpKind::Concat) == OpFamily::Movement);
+  CHECK(op_family(OpKind::Range) == OpFamily::Shape);
+  int views = 0;
+  for (int k = 0; k < fusor::kNumOpKinds; ++k) views += op_family(OpKind(k)) == OpFamily::View;
+  CHECK(views == 7);  // Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Slice, Split
+}
