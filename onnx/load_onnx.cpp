@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ir/error.h"
 #include "ir/op_kind.h"
 #include "onnx/build_graph.h"
 #include "onnx/model_files.h"
@@ -17,8 +17,6 @@
 namespace fusor {
 
 namespace {
-
-void warn_to_stderr(const std::string& message) { std::fprintf(stderr, "fusor: warning: %s\n", message.c_str()); }
 
 Graph build(const onnx_import::ModelReader& reader, const std::string& source, const OnnxOptions& o,
             const std::string& fallback_name) {

@@ -3,8 +3,9 @@
 // registers, linear-scan allocation, no optimizer), AVX-512 where the host has it and AVX2
 // + FMA otherwise, with the same float approximations as the other backends
 // (codegen/math_approx.h). It takes Pointwise, RowReduction and Contraction (GEMM, Conv2d)
-// specs; Attention is declined with a reason, as are the few shapes asmjit_supports names. No asmjit headers here; in a build without asmjit this still
-// links and make_asmjit_backend() reports the backend unavailable.
+// specs; Attention is declined with a reason, as are the few shapes asmjit_supports names.
+// No asmjit headers here; in a build without asmjit this still links and
+// make_asmjit_backend() reports the backend unavailable.
 // Layer: codegen/asmjit.
 #pragma once
 
@@ -38,8 +39,8 @@ class AsmjitBackend final : public JitBackend {
   AsmjitBackend(const AsmjitBackend&) = delete;
   AsmjitBackend& operator=(const AsmjitBackend&) = delete;
 
-  /// Whether compile() takes `spec`; *why (if given) says why not.
   std::string_view name() const override { return "asmjit"; }
+  /// Whether compile() takes `spec`; *why (if given) says why not.
   bool supports(const KernelSpec& spec, std::string* why) const override;
   /// Compiles `spec` under a fresh symbol "fusor_k<hash>_<n>". Throws Error(Unsupported)
   /// when supports() is false, Error(CompileFailed) with asmjit's message when asmjit

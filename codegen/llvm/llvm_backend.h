@@ -1,8 +1,9 @@
 // LlvmBackend: the llvm backend's entry point. It turns a KernelSpec into host code through
 // one LlvmJit (ORC, -O3 for the host's real features) and hands back a CompiledKernel that
 // owns that code. It takes Pointwise specs (codegen/llvm/emit_pointwise.h), RowReduction
-// specs (codegen/llvm/emit_reduction.h) and Contraction specs (codegen/llvm/emit_contraction.h);
-// other kinds are declined with a reason. No LLVM headers here; in a build without LLVM
+// specs (codegen/llvm/emit_reduction.h), Contraction specs (codegen/llvm/emit_contraction.h;
+// 3x3 convolutions as Winograd, emit_winograd.h) and Attention specs
+// (codegen/llvm/emit_attention.h); the shapes llvm_supports names are declined with a reason. No LLVM headers here; in a build without LLVM
 // this still links and make_llvm_backend() reports the backend unavailable.
 // Layer: codegen/llvm.
 #pragma once
@@ -33,8 +34,8 @@ class LlvmBackend final : public JitBackend {
   LlvmBackend(const LlvmBackend&) = delete;
   LlvmBackend& operator=(const LlvmBackend&) = delete;
 
-  /// Whether compile() takes `spec`; *why (if given) says why not.
   std::string_view name() const override { return "llvm"; }
+  /// Whether compile() takes `spec`; *why (if given) says why not.
   bool supports(const KernelSpec& spec, std::string* why) const override;
   /// Compiles `spec` under the symbol "fusor_k<hash>" (in a JITDylib of its own, so equal
   /// specs compiled twice never clash). Throws Error(Unsupported) when supports() is false,

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "ir/error.h"
 #include "ir/npy.h"
 #include "ir/text_format.h"
 #include "onnx/load_onnx.h"
@@ -15,7 +16,7 @@ namespace fusor::cli {
 Graph load_model(const std::string& path) {
   if (!is_onnx_file(path)) return load_graph(path);
   OnnxOptions options;
-  options.warn = [](const std::string& message) { std::fprintf(stderr, "fusor: warning: %s\n", message.c_str()); };
+  options.warn = warn_to_stderr;
   return load_onnx(path, options);
 }
 
