@@ -150,15 +150,15 @@ inline void mma_16816(float c[4], const unsigned a[4], const unsigned b[2], bool
 }
 
 // Runs one block's fibers to their end (Note [Emulated threads]).
-inline void run_block(Fiber* fibers, unsigned threads, char* stacks, size_t stack_bytes, unsigned nwarps,
-                      unsigned* warp_live, unsigned* warp_waiting) {
+inline void run_block(Fiber* fibers, unsigned threads, char* stacks, size_t stack_stride, size_t stack_bytes,
+                      unsigned nwarps, unsigned* warp_live, unsigned* warp_waiting) {
   for (unsigned t = 0; t < threads; ++t) {
     Fiber& f = fibers[t];
     f.tid = {t, 0, 0};
     f.slot = 0;
     f.state = State::Run;
     getcontext(&f.context);
-    f.context.uc_stack.ss_sp = stacks + size_t(t) * stack_bytes;
+    f.context.uc_stack.ss_sp = stacks + size_t(t) * stack_stride + (stack_stride - stack_bytes);
     f.context.uc_stack.ss_size = stack_bytes;
     f.context.uc_link = &scheduler;
     makecontext(&f.context, fiber_main, 0);
@@ -201,10 +201,13 @@ template <class F>
 void launch(unsigned gx, unsigned gy, unsigned gz, unsigned threads, unsigned shared_bytes, F kernel) {
   blockDim = {threads, 1, 1};
   gridDim = {gx, gy, gz};
-  // 1 MiB of stack per thread, reserved, touched only as used (the renderer's register
-  // tiles are a few KiB).
-  const size_t stack_bytes = size_t(1) << 20, nwarps = (threads + 31) / 32;
-  const size_t bytes = stack_bytes * threads;
+  // 128 KiB of stack per thread (the renderer's register tiles are a few KiB), each above
+  // a guard page, so an overflow faults instead of writing into the next thread's stack.
+  // Not more: AddressSanitizer's swapcontext clears the shadow of the whole stack it
+  // switches to, and with 1 MiB stacks that made the emulation suites the longest part of
+  // the sanitizer pass of CI.
+  const size_t page = 4096, stack_bytes = size_t(128) << 10, stride = stack_bytes + page, nwarps = (threads + 31) / 32;
+  const size_t bytes = stride * threads;
   void* stacks = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   Fiber* fibers = new Fiber[threads];
   Warp* block_warps = new Warp[nwarps];
@@ -214,6 +217,7 @@ void launch(unsigned gx, unsigned gy, unsigned gz, unsigned threads, unsigned sh
     fprintf(stderr, "host emulation: cannot map %zu bytes of fiber stacks\n", bytes);
     abort();
   }
+  for (unsigned t = 0; t < threads; ++t) mprotect(static_cast<char*>(stacks) + size_t(t) * stride, page, PROT_NONE);
   dynamic_shared = shared;
   warps = block_warps;
   body = [](void* k) { (*static_cast<F*>(k))(); };
@@ -222,7 +226,8 @@ void launch(unsigned gx, unsigned gy, unsigned gz, unsigned threads, unsigned sh
     for (unsigned y = 0; y < gy; ++y)
       for (unsigned x = 0; x < gx; ++x) {
         blockIdx = {x, y, z};
-        run_block(fibers, threads, static_cast<char*>(stacks), stack_bytes, unsigned(nwarps), counts, counts + nwarps);
+        run_block(fibers, threads, static_cast<char*>(stacks), stride, stack_bytes, unsigned(nwarps), counts,
+                  counts + nwarps);
       }
   delete[] shared;
   delete[] counts;
