@@ -45,9 +45,12 @@ struct EngineOptions {
   /// The store's folder; empty: $FUSOR_CACHE_DIR, $XDG_CACHE_HOME/fusor or ~/.cache/fusor.
   std::string cache_dir;
   /// In-memory budgets, least recently used entries evicted beyond them (0: unbounded):
-  /// plans (with their arenas' sizes), compiled kernels (their code), and the weights the
+  /// plans (their arenas, their own constants and the kernels they hold, which outlive the
+  /// kernel cache's eviction; the stock of spare arenas is bounded by it too), compiled
+  /// kernels (their code and what their backend keeps to run it), and the weights the
   /// plans of every shape share (packed copies; merged or folded weights; other pass-made
-  /// constants, interned); the last budget applies to each of those three caches.
+  /// constants, interned); the last budget applies to each of those three caches. What
+  /// evictions free goes back to the system (Note [Releasing evicted memory]).
   uint64_t plan_cache_bytes = uint64_t(1) << 30;
   uint64_t kernel_cache_bytes = uint64_t(256) << 20;
   uint64_t packed_cache_bytes = uint64_t(2) << 30;
@@ -91,7 +94,7 @@ struct EngineStats {
   uint64_t plan_misses = 0;       ///< plans built (a new graph or shape signature)
   uint64_t plans = 0;             ///< plans held now
   uint64_t plan_evictions = 0;
-  uint64_t plan_bytes = 0;        ///< held now: the plans' arenas and their own constants
+  uint64_t plan_bytes = 0;        ///< held now: the plans' arenas, own constants and kernels
   uint64_t kernel_hits = 0;       ///< kernels a plan found already in memory
   uint64_t kernels_compiled = 0;  ///< kernels compiled by a JIT backend
   uint64_t kernels_compiled_background = 0;  ///< of those, compiled by background plans (no run waited)
