@@ -87,6 +87,7 @@ struct LlvmJit::Impl {
   std::string feature_string;  // the full "+a,-b,..." list given to the target
   llvm::orc::JITDylib* process = nullptr;  // the process and runtime symbols
   std::atomic<uint64_t> next_dylib{0};
+  std::atomic<uint64_t> removed{0};  // JITDylibs removed (Note [One JITDylib per function])
 };
 
 // Note [One JITDylib per function]
@@ -94,10 +95,18 @@ struct LlvmJit::Impl {
 // and runtime symbols), and removing that JITDylib frees its code. So symbols never clash:
 // the same relocatable object, e.g. from the disk store, may be loaded any number of
 // times, and a cache that evicted a kernel still referenced by a plan can load it again.
+// The session's symbol string pool keeps the names of removed symbols until told to drop
+// them, so every 256th removal clears its dead entries: over 10,000 shapes (~30,000
+// kernels) they were the last thing growing (tests/jit/memory_budget_test.cpp).
 struct LlvmJit::CompiledFunction::Tracker {
   std::shared_ptr<LlvmJit::Impl> owner;  // keeps the LLJIT alive while code is live
   llvm::orc::JITDylib* dylib = nullptr;
-  llvm::Error remove() { return owner->jit->getExecutionSession().removeJITDylib(*dylib); }
+  llvm::Error remove() {
+    llvm::orc::ExecutionSession& es = owner->jit->getExecutionSession();
+    llvm::Error err = es.removeJITDylib(*dylib);
+    if (owner->removed.fetch_add(1, std::memory_order_relaxed) % 256 == 255) es.getSymbolStringPool()->clearDeadEntries();
+    return err;
+  }
 };
 
 // Note [Host features, not the CPU name]

@@ -93,8 +93,8 @@ void check_budgets(EngineOptions o) {
     const int64_t a = 1 + i % 100, b = 1 + i / 100;
     TensorMap out = e->run(graph, {{"x", randn(Shape{a, b, 16}, uint64_t(i))}});
     REQUIRE(out.at("y").shape() == Shape{a, b, 24});
-    // The baseline: after the first shape, whose first compile faulted in the compiler's
-    // own code and tables (tens of MiB for LLVM), which no budget is about.
+    // The baseline: after the first shape, whose first compile faulted in most of the
+    // compiler's own code and tables (tens of MiB for LLVM), which no budget is about.
     if (i == 0) {
       if (o.tiering || !o.symbolic_dim.empty()) e->drain();
       rss_first = rss_bytes();
@@ -130,7 +130,11 @@ void check_budgets(EngineOptions o) {
   MESSAGE("RSS after the first shape " << rss_first / kMiB << " MiB, with full caches " << rss_filled / kMiB << " MiB, peak "
                           << rss_peak / kMiB << " MiB over " << shapes << " shapes");
   CHECK(rss_peak <= rss_filled + 8 * kMiB);
-  CHECK(rss_peak <= rss_first + budgets + 16 * kMiB);
+  // LLVM's own code and tables keep faulting in over the first shapes' compiles (its code
+  // paths differ by kernel kind and tiling), ~15 MiB beyond the first shape's: no budget
+  // is about them.
+  const uint64_t compiler = o.backend == BackendKind::Llvm ? 24 * kMiB : 0;
+  CHECK(rss_peak <= rss_first + budgets + compiler + 16 * kMiB);
 }
 
 }  // namespace
