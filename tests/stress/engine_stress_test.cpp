@@ -1,5 +1,6 @@
 // Many threads on one Engine: 8 threads send requests at random shapes of the BERT-base
-// layer to one engine (llvm; with tiering; with a symbolic sequence dim; asmjit), while a
+// layer to one engine (llvm; with tiering; with a symbolic sequence dim; with background
+// compiles; static; asmjit), while a
 // ninth reads stats() and profile() and a tenth warms other shapes with prepare(). Every
 // output is compared with a single-threaded unfused static run of the same inputs. This is
 // the suite the ThreadSanitizer build runs (FUSOR_SANITIZE=thread, ctest -L stress in
@@ -189,6 +190,12 @@ TEST_SUITE("stress") {
     EngineOptions o;
     o.backend = BackendKind::Llvm;
     o.background_compile = true;
+    stress(o);
+  }
+
+  TEST_CASE("8 threads on one engine: static") {
+    EngineOptions o;
+    o.backend = BackendKind::Static;
     stress(o);
   }
 
