@@ -164,7 +164,7 @@ std::vector<BenchCase> make_gpu_cases() {
                  }});
   }
   const int64_t n = int64_t(1) << 27;  // 128M floats: 512 MiB in, 512 MiB out
-  c.push_back({"eltwise_chain5_128M_f32", 5.0 * double(n), 4.0 * 2 * double(n), [n](Graph* g, TensorMap* in) {
+  c.push_back({"eltwise_chain5_128M_f32", 5.0 * double(n), 4.0 * 2 * double(n), [](Graph* g, TensorMap* in) {
                  GraphBuilder b("eltwise_chain5");
                  ValueId x = b.input("x", DType::F32, {n});
                  ValueId y = b.mul(x, b.fill("a", {}, 0.5));

@@ -69,7 +69,7 @@ class KeyedCache {
     std::function<void(const Key&, const std::shared_ptr<const Value>&)> on_evict;
   };
 
-  KeyedCache() = default;
+  KeyedCache() : KeyedCache(Options{}) {}
   explicit KeyedCache(Options options) : options_(std::move(options)), budget_(options_.budget_bytes) {}
   KeyedCache(const KeyedCache&) = delete;
   KeyedCache& operator=(const KeyedCache&) = delete;

@@ -61,7 +61,9 @@ void check_plan_mutations(const Mutations<PlanKey>& mutations) {
   const PlanKey base = base_plan_key();
   CHECK(base == base_plan_key());
   CHECK(base.hash() == base_plan_key().hash());
-  for (const auto& [field, mutate] : mutations) {
+  for (const auto& row : mutations) {
+    const auto& field = std::get<0>(row);
+    const auto& mutate = std::get<1>(row);
     PlanKey k = base_plan_key();
     mutate(k);
     INFO("field: ", field);
@@ -76,7 +78,9 @@ void check_kernel_mutations(const Mutations<KernelKey>& mutations) {
   CHECK(base == base_kernel_key());
   CHECK(base.hash() == base_kernel_key().hash());
   CHECK(base.serialize() == base_kernel_key().serialize());
-  for (const auto& [field, mutate] : mutations) {
+  for (const auto& row : mutations) {
+    const auto& field = std::get<0>(row);
+    const auto& mutate = std::get<1>(row);
     KernelKey k = base_kernel_key();
     mutate(k);
     INFO("field: ", field);
@@ -155,7 +159,9 @@ TEST_SUITE("cache/keys") {
              {"attention.k", [](KernelKey& k) { k.spec.attention.k.offset = 3; }},
              {"attention.score", [](KernelKey& k) { k.spec.attention.score.nodes.resize(2); }}};
       }
-      for (const auto& [field, mutate] : m) {
+      for (const auto& row : m) {
+        const auto& field = std::get<0>(row);
+        const auto& mutate = std::get<1>(row);
         KernelKey k = base;
         mutate(k);
         INFO("field: ", field);

@@ -59,7 +59,9 @@ void check_against_static(Engine& engine, const Graph& g, const TensorMap& in, d
   TensorMap want = run_static(g, in);
   TensorMap got = engine.run(g, in);
   REQUIRE(got.size() == want.size());
-  for (const auto& [name, t] : want) {
+  for (const auto& row : want) {
+    const auto& name = std::get<0>(row);
+    const auto& t = std::get<1>(row);
     INFO("output " << name);
     CHECK(got.at(name).device() == Device::Host);
     FUSOR_CHECK_CLOSE(got.at(name), t, rtol, atol);
@@ -108,7 +110,9 @@ TEST_SUITE("cuda/engine") {
     auto engine = cuda_engine_or_skip();
     if (!engine) return;
     Graph bert = parse_graph(example("bert_layer"));
-    for (auto [b, t] : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {8, 37}, {8, 128}}) {
+    for (const auto& row : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {8, 37}, {8, 128}}) {
+      const auto& b = std::get<0>(row);
+      const auto& t = std::get<1>(row);
       INFO("B " << b << " T " << t);
       check_against_static(*engine, bert, bert_inputs(b, t, uint64_t(b * 1000 + t)), 2e-3, 2e-3);
     }
@@ -122,7 +126,9 @@ TEST_SUITE("cuda/engine") {
     auto engine = cuda_engine_or_skip();
     if (!engine) return;
     Graph g = parse_graph(example("resnet_bottleneck"));
-    for (auto [n, hw] : {std::pair<int64_t, int64_t>{1, 7}, {2, 56}}) {
+    for (const auto& row : {std::pair<int64_t, int64_t>{1, 7}, {2, 56}}) {
+      const auto& n = std::get<0>(row);
+      const auto& hw = std::get<1>(row);
       INFO("N " << n << " HW " << hw);
       check_against_static(*engine, g, {{"x", test::randn(Shape{n, 256, hw, hw}, uint64_t(n + hw))}}, 2e-3, 2e-3);
     }
@@ -140,7 +146,9 @@ TEST_SUITE("cuda/engine") {
     CHECK(test::error_of([&] { (void)dev_in.at("x").at(0); }) == ErrorCode::InvalidArgument);
     TensorMap dev_out = engine->run(bert, dev_in);
     REQUIRE(dev_out.size() == host_out.size());
-    for (const auto& [name, t] : dev_out) {
+    for (const auto& row : dev_out) {
+      const auto& name = std::get<0>(row);
+      const auto& t = std::get<1>(row);
       INFO("output " << name);
       CHECK(t.device() == Device::Cuda);
       FUSOR_CHECK_CLOSE(engine->to_host(t), host_out.at(name), 0, 0);  // the same kernels
@@ -233,12 +241,17 @@ TEST_SUITE("cuda/engine") {
     TensorMap want = run_static(g32, in32);
     // Weights and activations rounded to 11 (f16) or 8 (bf16) significant bits, f32
     // accumulation: a few units of the last place per op, through ~10 ops of O(1) values.
-    for (auto [dt, dtype, tol] : {std::tuple<const char*, DType, double>{"f16", DType::F16, 3e-2},
+    for (const auto& row : {std::tuple<const char*, DType, double>{"f16", DType::F16, 3e-2},
                                   {"bf16", DType::BF16, 1.5e-1}}) {
+      const auto& dt = std::get<0>(row);
+      const auto& dtype = std::get<1>(row);
+      const auto& tol = std::get<2>(row);
       INFO(std::string(dt));
       Graph g = parse_graph(test::with(text, {{": f32[", std::string(": ") + dt + "["}}));
       TensorMap in;
-      for (const auto& [name, t] : in32) {
+      for (const auto& row : in32) {
+        const auto& name = std::get<0>(row);
+        const auto& t = std::get<1>(row);
         Tensor c = Tensor::empty(dtype, t.shape());
         for (int64_t i = 0; i < t.numel(); ++i) c.set(i, t.at(i));
         in[name] = c;

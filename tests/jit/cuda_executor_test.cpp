@@ -52,7 +52,9 @@ void compile_all(CudaCompiler& nvrtc, const CudaPlan& plan) {
 TEST_SUITE("cuda/plan") {
   TEST_CASE("the BERT layer plans every group as a CUDA launch that NVRTC compiles for sm_90") {
     const std::string text = test::example_text("bert_layer");
-    for (auto [b, t] : {std::pair<int64_t, int64_t>{8, 37}, {8, 128}}) {
+    for (const auto& row : {std::pair<int64_t, int64_t>{8, 37}, {8, 128}}) {
+      const auto& b = std::get<0>(row);
+      const auto& t = std::get<1>(row);
       INFO("B " << b << " T " << t);
       FusedGraph fused = test::fuse_text(text, {{"B", b}, {"T", t}});
       const int kernels = fused.kernels_after();

@@ -56,7 +56,9 @@ void check(const Graph& g, const TensorMap& in) {
   for (auto& e : fused_engines()) {
     INFO("engine " << engine++ << " (static, llvm, asmjit)");
     TensorMap got = e->run(g, in);
-    for (const auto& [name, t] : want) {
+    for (const auto& row : want) {
+      const auto& name = std::get<0>(row);
+      const auto& t = std::get<1>(row);
       INFO("output " << name);
       FUSOR_CHECK_CLOSE(got.at(name), t, 1e-4, 1e-4);
     }
@@ -72,7 +74,9 @@ TEST_SUITE("jit/export_graphs") {
   TEST_CASE("BERT and GPT-2 exports fused match the unfused static run") {
     for (const char* name : kTextModels) {
       Graph g = parse_graph(load(name));
-      for (auto [b, t] : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {1, 64}}) {
+      for (const auto& row : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {1, 64}}) {
+        const auto& b = std::get<0>(row);
+        const auto& t = std::get<1>(row);
         INFO(std::string(name) << " B=" << b << " T=" << t);
         check(g, text_inputs(b, t, uint64_t(b * 100 + t)));
       }
@@ -95,6 +99,9 @@ TEST_SUITE("jit/export_graphs") {
       }
       INFO(std::string(name) << ": " << f.kernels_after() << " kernels");
       CHECK(attention == 2);  // every layer's attention is one kernel, mask and NaN guard inside
+      // Every LayerNorm is one kernel: two per layer, and the embeddings' (BERT) or the
+      // final one (GPT-2).
+      CHECK(layer_norms == 5);
       CHECK(f.folded_nodes > 30);
       // The model outside its layers (embedding gathers, add, LayerNorm, the padding mask)
       // takes at most 8 kernels; each layer at most 8.

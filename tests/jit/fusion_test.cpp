@@ -31,7 +31,9 @@ void check_fused_matches_unfused(const Graph& g, const TensorMap& inputs, double
   TensorMap a = fused.run(g, inputs);
   TensorMap b = unfused.run(g, inputs);
   REQUIRE(a.size() == b.size());
-  for (const auto& [name, t] : b) {
+  for (const auto& row : b) {
+    const auto& name = std::get<0>(row);
+    const auto& t = std::get<1>(row);
     INFO("output " << name);
     FUSOR_CHECK_CLOSE(a.at(name), t, rtol, atol);
   }
@@ -42,7 +44,9 @@ void check_fused_matches_unfused(const Graph& g, const TensorMap& inputs, double
 TEST_SUITE("jit/fusion") {
   TEST_CASE("BERT layer fused equals unfused at several batch sizes and lengths") {
     Graph g = parse_graph(load("bert_layer"));
-    for (auto [b, t] : {std::pair<int64_t, int64_t>{1, 7}, {2, 16}, {1, 33}, {1, 128}}) {
+    for (const auto& row : {std::pair<int64_t, int64_t>{1, 7}, {2, 16}, {1, 33}, {1, 128}}) {
+      const auto& b = std::get<0>(row);
+      const auto& t = std::get<1>(row);
       INFO("B=" << b << " T=" << t);
       TensorMap in{{"x", test::randn({b, t, 768}, 1)}, {"mask", test::uniform({b, 1, 1, t}, 2, -1.0, 0.0)}};
       check_fused_matches_unfused(g, in, 1e-4, 1e-4);
@@ -51,7 +55,10 @@ TEST_SUITE("jit/fusion") {
 
   TEST_CASE("ResNet bottleneck fused equals unfused at several resolutions") {
     Graph g = parse_graph(load("resnet_bottleneck"));
-    for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 9, 9}, {2, 14, 11}, {1, 56, 56}}) {
+    for (const auto& row : {std::tuple<int64_t, int64_t, int64_t>{1, 9, 9}, {2, 14, 11}, {1, 56, 56}}) {
+      const auto& n = std::get<0>(row);
+      const auto& h = std::get<1>(row);
+      const auto& w = std::get<2>(row);
       INFO("N=" << n << " H=" << h << " W=" << w);
       check_fused_matches_unfused(g, {{"x", test::randn({n, 256, h, w}, 3)}}, 1e-4, 1e-4);
     }

@@ -28,7 +28,9 @@ void check_against_static(Engine& engine, const Graph& g, const TensorMap& in, d
   Engine reference(EngineOptions{.num_threads = 2, .fuse = false});
   TensorMap want = reference.run(g, in);
   TensorMap got = engine.run(g, in);
-  for (const auto& [name, t] : want) {
+  for (const auto& row : want) {
+    const auto& name = std::get<0>(row);
+    const auto& t = std::get<1>(row);
     INFO("output " << name);
     FUSOR_CHECK_CLOSE(got.at(name), t, tol, tol);
   }
@@ -86,14 +88,19 @@ output y
     auto engine = llvm_engine(/*profile=*/true);
     if (!engine) return;
     Graph bert = parse_graph(load("bert_layer"));
-    for (auto [b, t] : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {1, 33}, {1, 128}}) {
+    for (const auto& row : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {1, 33}, {1, 128}}) {
+      const auto& b = std::get<0>(row);
+      const auto& t = std::get<1>(row);
       CAPTURE(b);
       CAPTURE(t);
       check_against_static(*engine, bert,
                            {{"x", test::randn({b, t, 768}, 1)}, {"mask", test::uniform({b, 1, 1, t}, 2, -1, 0)}}, 1e-4);
     }
     Graph res = parse_graph(load("resnet_bottleneck"));
-    for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 9, 7}, {2, 14, 11}, {1, 56, 56}}) {
+    for (const auto& row : {std::tuple<int64_t, int64_t, int64_t>{1, 9, 7}, {2, 14, 11}, {1, 56, 56}}) {
+      const auto& n = std::get<0>(row);
+      const auto& h = std::get<1>(row);
+      const auto& w = std::get<2>(row);
       CAPTURE(n);
       CAPTURE(h);
       check_against_static(*engine, res, {{"x", test::randn({n, 256, h, w}, 3)}}, 1e-4);

@@ -72,7 +72,9 @@ std::vector<Case> cases_of(const std::string& dir) {
 }
 
 void check_outputs(const TensorMap& got, const TensorMap& want) {
-  for (const auto& [name, w] : want) {
+  for (const auto& row : want) {
+    const auto& name = std::get<0>(row);
+    const auto& w = std::get<1>(row);
     CAPTURE(name);
     REQUIRE(got.count(name));
     double scale = 0;

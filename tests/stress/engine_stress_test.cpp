@@ -19,23 +19,14 @@
 
 #include "ir/text_format.h"
 #include "jit/engine.h"
+#include "tests/support/sanitizer.h"
 #include "tests/support/test_util.h"
 
 using namespace fusor;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using test::kSanitized;
 
 std::string load(const char* name) {
   std::ifstream f(std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/" + name);

@@ -38,7 +38,7 @@ std::vector<DimValues> parse_dim_specs(const std::vector<std::string>& specs) {
   std::vector<std::set<int64_t>> seen;
   for (const std::string& spec : specs) {
     auto [name, list] = split_assignment(spec, "--dim");
-    auto it = std::find_if(dims.begin(), dims.end(), [&](const DimValues& d) { return d.first == name; });
+    auto it = std::find_if(dims.begin(), dims.end(), [&name = name](const DimValues& d) { return d.first == name; });
     if (it == dims.end()) {
       dims.push_back({name, {}});
       seen.emplace_back();

@@ -130,7 +130,9 @@ output z
       // Full tiles (m a multiple of 6 and 4, n of 32 and 16) take the in-register epilogue,
       // the others mix it with the tile path. The residual is read transposed (n-stride m),
       // the row bias broadcast along n (n-stride 0).
-      for (auto [m, n] : {std::pair<int64_t, int64_t>{24, 64}, {12, 32}, {25, 70}, {6, 33}}) {
+      for (const auto& row : {std::pair<int64_t, int64_t>{24, 64}, {12, 32}, {25, 70}, {6, 33}}) {
+        const auto& m = std::get<0>(row);
+        const auto& n = std::get<1>(row);
         CAPTURE(m);
         CAPTURE(n);
         FusedGraph f = test::fuse_text(with(R"(graph g
@@ -160,8 +162,11 @@ output z
     for (AsmjitBackend* be : test::asmjit_backends_or_skip()) {
       // Q·Kᵀ: B's columns are strided (gathered).
       // The last two: panels beyond the packing limit, gathered in place.
-      for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33}, {16, 64, 17}, {33, 31, 65},
+      for (const auto& row : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33}, {16, 64, 17}, {33, 31, 65},
                              {5, 1100, 37}, {9, 2100, 19}}) {
+        const auto& m = std::get<0>(row);
+        const auto& k = std::get<1>(row);
+        const auto& n = std::get<2>(row);
         CAPTURE(m);
         CAPTURE(k);
         CAPTURE(n);
@@ -240,7 +245,9 @@ output y
   TEST_CASE("the resnet bottleneck's convolutions with folded batchnorm and the residual") {
     for (AsmjitBackend* be : test::asmjit_backends_or_skip()) {
       Graph g = load_graph(FUSOR_SOURCE_DIR "/examples/graphs/resnet_bottleneck");
-      for (auto [h, w] : {std::pair<int64_t, int64_t>{9, 9}, {14, 11}, {56, 56}}) {
+      for (const auto& row : {std::pair<int64_t, int64_t>{9, 9}, {14, 11}, {56, 56}}) {
+        const auto& h = std::get<0>(row);
+        const auto& w = std::get<1>(row);
         CAPTURE(h);
         CAPTURE(w);
         FusedGraph f = test::fuse_text(print_graph(g), {{"N", 1}, {"H", h}, {"W", w}});

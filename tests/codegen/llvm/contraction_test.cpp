@@ -112,7 +112,10 @@ output z
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     // B is not constant: the kernel packs its panels itself.
-    for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33}, {16, 64, 17}, {33, 31, 65}}) {
+    for (const auto& row : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33}, {16, 64, 17}, {33, 31, 65}}) {
+      const auto& m = std::get<0>(row);
+      const auto& k = std::get<1>(row);
+      const auto& n = std::get<2>(row);
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
@@ -202,7 +205,9 @@ output y
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     Graph g = load_graph(FUSOR_SOURCE_DIR "/examples/graphs/resnet_bottleneck");
-    for (auto [h, w] : {std::pair<int64_t, int64_t>{9, 9}, {14, 11}, {56, 56}}) {
+    for (const auto& row : {std::pair<int64_t, int64_t>{9, 9}, {14, 11}, {56, 56}}) {
+      const auto& h = std::get<0>(row);
+      const auto& w = std::get<1>(row);
       CAPTURE(h);
       CAPTURE(w);
       FusedGraph f = test::fuse_text(print_graph(g), {{"N", 1}, {"H", h}, {"W", w}});

@@ -52,7 +52,9 @@ TEST_SUITE("static/compare") {
       if (op == OpKind::Equal) dtypes.push_back(DType::Bool);
       for (DType t : dtypes)
         for (int64_t n : {1, 7, 8, 9, 17, 33})
-          for (const auto& [sa, sb] : pairs(n)) {
+          for (const auto& row : pairs(n)) {
+            const auto& sa = std::get<0>(row);
+            const auto& sb = std::get<1>(row);
             const Tensor a = operand(t, sa, seed++), b = operand(t, sb, seed++);
             for (Parallel* par : test::parallels()) {
               INFO(op_name(op) << " " << dtype_name(t) << " " << sa.str() << " " << sb.str());
@@ -65,7 +67,9 @@ TEST_SUITE("static/compare") {
   TEST_CASE("And Or and Not") {
     uint64_t seed = 500;
     for (int64_t n : {1, 15, 16, 17, 40001})
-      for (const auto& [sa, sb] : pairs(n)) {
+      for (const auto& row : pairs(n)) {
+        const auto& sa = std::get<0>(row);
+        const auto& sb = std::get<1>(row);
         const Tensor a = operand(DType::Bool, sa, seed++), b = operand(DType::Bool, sb, seed++);
         for (OpKind op : {OpKind::And, OpKind::Or}) check_same(test::run_static_op(op, {a, b})[0], test::ref::compare(op, a, b));
         check_same(test::run_static_op(OpKind::Not, {a})[0], test::ref::test(OpKind::Not, a));
