@@ -24,6 +24,27 @@ int64_t pointwise_task_elements(const KernelSpec& spec) {
   return aligned < 1 ? 1 : aligned;
 }
 
+bool pointwise_streams_stores(const KernelSpec& spec) {
+  if (spec.kind != KernelKind::Pointwise || spec.symbolic) return false;
+  const ExprGraph& g = spec.pointwise.body;
+  if (g.stores.empty()) return false;
+  for (const ExprGraph::Store& st : g.stores) {
+    const StridedAccess& a = g.accesses[size_t(st.access)];
+    if (a.dtype != DType::F32 || a.strides.empty() || a.strides.back() != 1) return false;
+  }
+  for (const ScalarExpr& n : g.nodes) {
+    switch (n.op) {
+      case ScalarOp::Div: case ScalarOp::Pow: case ScalarOp::Exp: case ScalarOp::Tanh: case ScalarOp::Erf:
+      case ScalarOp::Sigmoid: case ScalarOp::Sqrt: case ScalarOp::GeluErf: case ScalarOp::GeluTanh:
+      case ScalarOp::Log:
+        return false;  // compute-bound: the detour through L1 would cost it
+      default:
+        break;
+    }
+  }
+  return numel(spec.pointwise.shape) * int64_t(sizeof(float)) * int64_t(g.stores.size()) >= kStreamingStoreBytes;
+}
+
 bool reduction_uses_scratch(const KernelSpec& spec) {
   if (spec.kind != KernelKind::RowReduction || spec.reduction.shape.empty() || spec.reduction.prologue.empty())
     return false;

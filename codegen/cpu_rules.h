@@ -25,6 +25,20 @@ inline constexpr int64_t kSymbolicPointwiseTaskElements = 16384;
 /// none); kSymbolicPointwiseTaskElements for a symbolic spec.
 int64_t pointwise_task_elements(const KernelSpec& spec);
 
+/// Outputs of a pointwise kernel from this many bytes on are written with streaming
+/// (non-temporal) stores: far beyond a core's L2 and its share of L3, a plain store's line
+/// is first read from memory (RFO) only to be evicted unread; streaming stores skip that
+/// read, a third of the traffic (Note [Streaming stores], codegen/llvm/emit_pointwise.cpp).
+/// The llvm backend streams; asmjit, the tier that serves a shape while LLVM compiles,
+/// stores plainly (the floats are the same either way).
+inline constexpr int64_t kStreamingStoreBytes = int64_t(32) << 20;
+/// Whether the pointwise kernel of `spec` streams its stores: not symbolic, every store an
+/// f32 run (inner stride 1), kStreamingStoreBytes or more stored in all, and a body bound by
+/// memory: no division, root or transcendental, whose cost per vector hides the memory
+/// traffic (measured on the 2-vCPU Xeon over 16M floats: mul/add/relu/mul/add 12-14 ms ->
+/// 9-11 ms streamed, the same chain with tanh 18-20 ms -> 21-22 ms).
+bool pointwise_streams_stores(const KernelSpec& spec);
+
 /// Whether the row reduction kernel of `spec` keeps a stack scratch row: softmax (its
 /// exponentials) and layernorm whose prologue costs more than one contiguous load, for rows
 /// of at most kRowScratchCols columns. Exposed for tests, which cover both designs.

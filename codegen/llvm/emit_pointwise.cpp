@@ -31,11 +31,26 @@ namespace fusor {
 // (fusor's arena gives values that are live at once disjoint memory) and llvm_supports
 // declines a spec that reads a buffer it writes. The body is the spec's ExprGraph as
 // Note [Expression emission] (codegen/llvm/emit_expr.cpp) writes it.
+//
+// Note [Streaming stores]
+// A kernel that stores kStreamingStoreBytes or more (pointwise_streams_stores,
+// codegen/cpu_rules.h) writes with non-temporal stores, as a memory copy does at its ceiling:
+// a plain store first reads the line it writes (RFO) and then evicts it unread, so a chain
+// over 16M floats moved 3 bytes for every 2 it had to. The body still runs as above, in
+// blocks of kStreamBlock elements whose outputs go to stack buffers (L1); each block is
+// then copied out with 32-byte `!nontemporal` vector stores (vmovntps on AVX2 and AVX-512)
+// and the rest of the block with memcpy. The body is not inlined there: called per block and
+// per plain segment, it compiles once. A segment whose outputs are not 32-byte aligned
+// (an odd offset), or that is shorter than a block, takes the plain path. The task ends
+// with sfence, so that its streamed lines are visible before the pool reports it done.
+// The floats are the plain path's: only where they are stored changes.
 
 namespace {
 
 using namespace llvm_ir;
 
+// Elements per block of the streaming path (Note [Streaming stores]): 2 KiB per output.
+constexpr int64_t kStreamBlock = 512;
 
 bool check(const KernelSpec& spec, std::string* why) {
   auto no = [&](const std::string& reason) {
@@ -67,7 +82,9 @@ std::string emit_body(const KernelSpec& spec, const std::string& symbol) {
   std::vector<bool> stored(g.accesses.size(), false);
   for (const ExprGraph::Store& st : g.stores) stored[size_t(st.access)] = true;
   for (size_t k = 0; k < g.accesses.size(); ++k) os << (stored[k] ? "ptr noalias nocapture %a" : "ptr nocapture readonly %a") << k << ", ";
-  os << "i64 %n) #1 {\nentry:\n" << pre.text() << "  br label %loop\nloop:\n"
+  // A streaming kernel calls the body from two places (Note [Streaming stores]): not
+  // inlined there, it compiles once (its noalias parameters serve the vectorizer as well).
+  os << "i64 %n) " << (pointwise_streams_stores(spec) ? "#2" : "#1") << " {\nentry:\n" << pre.text() << "  br label %loop\nloop:\n"
      << "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
      << loop.text() << "  %i.next = add nuw nsw i64 %i, 1\n"
      << "  %done = icmp eq i64 %i.next, %n\n"
@@ -122,14 +139,93 @@ std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
   idx.push_back(col);
   std::vector<std::string> ptrs;
   for (const StridedAccess& a : g.accesses) ptrs.push_back(access_pointer(seg, a, base[size_t(a.buffer)], idx));
-  std::string call = "call void @" + symbol + ".body(";
-  for (const std::string& q : ptrs) call += "ptr " + q + ", ";
-  seg.line(call + "i64 " + len + ")");
-  os << "seg:\n  %pos = phi i64 [ " << begin << ", %entry ], [ %pos.next, %seg ]\n"
-     << seg.text() << "  %pos.next = add nsw i64 %pos, " << len << "\n"
-     << "  %more = icmp slt i64 %pos.next, " << end << "\n"
-     << "  br i1 %more, label %seg, label %done\ndone:\n  ret void\n}\n";
-  return os.str();
+  auto call = [&](IrText& at, const std::vector<std::string>& args, const std::string& n) {
+    std::string c = "call void @" + symbol + ".body(";
+    for (const std::string& q : args) c += "ptr " + q + ", ";
+    at.line(c + "i64 " + n + ")");
+  };
+  const bool streams = pointwise_streams_stores(spec);
+  if (!streams) {
+    call(seg, ptrs, len);
+    os << "seg:\n  %pos = phi i64 [ " << begin << ", %entry ], [ %pos.next, %seg ]\n"
+       << seg.text() << "  %pos.next = add nsw i64 %pos, " << len << "\n"
+       << "  %more = icmp slt i64 %pos.next, " << end << "\n"
+       << "  br i1 %more, label %seg, label %done\ndone:\n  ret void\n}\n";
+    return os.str();
+  }
+  // Note [Streaming stores]: the stack buffers (in the entry block), the alignment test.
+  std::vector<bool> stored(g.accesses.size(), false);
+  for (const ExprGraph::Store& st : g.stores) stored[size_t(st.access)] = true;
+  std::string allocas;
+  std::string misaligned = "0";
+  for (size_t k = 0; k < g.accesses.size(); ++k) {
+    if (!stored[k]) continue;
+    allocas += "  %buf" + std::to_string(k) + " = alloca [" + std::to_string(kStreamBlock) + " x float], align 64\n";
+    std::string addr = seg.op("ptrtoint ptr " + ptrs[k] + " to i64");
+    misaligned = seg.op("or i64 " + misaligned + ", " + seg.op("and i64 " + addr + ", 31"));
+  }
+  std::string aligned = seg.op("icmp eq i64 " + misaligned + ", 0");
+  std::string long_seg = seg.op("icmp sge i64 " + len + ", " + std::to_string(kStreamBlock));
+  seg.line("br i1 " + seg.op("and i1 " + aligned + ", " + long_seg) + ", label %blk, label %plain");
+  IrText plain("p");
+  call(plain, ptrs, len);
+  plain.line("br label %seg.end");
+  // One block: the body into the buffers, then the copy out.
+  IrText blk("b");
+  std::string rem = blk.op("sub i64 " + len + ", %b");
+  std::string n = blk.op("select i1 " + blk.op("icmp slt i64 " + rem + ", " + std::to_string(kStreamBlock)) + ", i64 " +
+                         rem + ", i64 " + std::to_string(kStreamBlock));
+  std::vector<std::string> args, dst(g.accesses.size());
+  for (size_t k = 0; k < g.accesses.size(); ++k) {
+    const StridedAccess& a = g.accesses[k];
+    if (stored[k]) {
+      dst[k] = blk.op("getelementptr inbounds float, ptr " + ptrs[k] + ", i64 %b");
+      args.push_back("%buf" + std::to_string(k));
+    } else if (a.strides.back() == 0) {
+      args.push_back(ptrs[k]);
+    } else {
+      std::string off = blk.op("mul i64 %b, " + std::to_string(a.strides.back()));
+      args.push_back(blk.op("getelementptr " + access_type(a) + ", ptr " + ptrs[k] + ", i64 " + off));
+    }
+  }
+  call(blk, args, n);
+  std::string vectors = blk.op("lshr i64 " + n + ", 3");
+  blk.line("br label %cp");
+  IrText cp("c");
+  std::string more_v = cp.op("icmp ult i64 %v, " + vectors);
+  cp.line("br i1 " + more_v + ", label %cp.body, label %cp.tail");
+  IrText body("v");
+  std::string voff = body.op("shl i64 %v, 3");
+  for (size_t k = 0; k < g.accesses.size(); ++k) {
+    if (!stored[k]) continue;
+    std::string src = body.op("getelementptr inbounds float, ptr %buf" + std::to_string(k) + ", i64 " + voff);
+    std::string x = body.op("load <8 x float>, ptr " + src + ", align 32");
+    std::string to = body.op("getelementptr inbounds float, ptr " + dst[k] + ", i64 " + voff);
+    body.line("store <8 x float> " + x + ", ptr " + to + ", align 32, !nontemporal !0");
+  }
+  body.line("%v.next = add nuw i64 %v, 1");
+  body.line("br label %cp");
+  IrText tail("t");
+  std::string copied = tail.op("shl i64 " + vectors + ", 3");
+  std::string bytes = tail.op("shl i64 " + tail.op("sub i64 " + n + ", " + copied) + ", 2");
+  for (size_t k = 0; k < g.accesses.size(); ++k) {
+    if (!stored[k]) continue;
+    std::string src = tail.op("getelementptr inbounds float, ptr %buf" + std::to_string(k) + ", i64 " + copied);
+    std::string to = tail.op("getelementptr inbounds float, ptr " + dst[k] + ", i64 " + copied);
+    tail.line("call void @llvm.memcpy.p0.p0.i64(ptr " + to + ", ptr " + src + ", i64 " + bytes + ", i1 false)");
+  }
+  std::string b_next = tail.op("add nsw i64 %b, " + n);
+  tail.line("br i1 " + tail.op("icmp slt i64 " + b_next + ", " + len) + ", label %blk, label %seg.end");
+  std::string text = os.str();
+  text.insert(text.find("entry:\n") + 7, allocas);
+  std::ostringstream out;
+  out << text << "seg:\n  %pos = phi i64 [ " << begin << ", %entry ], [ %pos.next, %seg.end ]\n" << seg.text()
+      << "plain:\n" << plain.text() << "blk:\n  %b = phi i64 [ 0, %seg ], [ " << b_next << ", %cp.tail ]\n" << blk.text()
+      << "cp:\n  %v = phi i64 [ 0, %blk ], [ %v.next, %cp.body ]\n" << cp.text() << "cp.body:\n" << body.text()
+      << "cp.tail:\n" << tail.text() << "seg.end:\n  %pos.next = add nsw i64 %pos, " << len << "\n"
+      << "  %more = icmp slt i64 %pos.next, " << end << "\n"
+      << "  br i1 %more, label %seg, label %done\ndone:\n  call void @llvm.x86.sse.sfence()\n  ret void\n}\n";
+  return out.str();
 }
 
 }  // namespace
@@ -141,7 +237,9 @@ std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol)
   if (!check(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
   std::ostringstream os;
   os << spec_comment(spec) << "\n" << emit_body(spec, symbol) << "\n" << emit_wrapper(spec, symbol) << "\n" << kDeclarations
-     << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
+     << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\nattributes #2 = { noinline nounwind }\n";
+  if (pointwise_streams_stores(spec))
+    os << "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\ndeclare void @llvm.x86.sse.sfence()\n!0 = !{i32 1}\n";
   return os.str();
 }
 

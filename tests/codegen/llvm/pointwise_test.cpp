@@ -26,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "codegen/cpu_rules.h"
 #include "codegen/llvm/emit_pointwise.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
@@ -361,6 +362,59 @@ output zn
       CAPTURE(op_text);
       FusedGraph f = test::fuse_text(unary_graph(op, n), {});
       CHECK(check_pointwise(*be, f, {{"x", x}}, bound).kernels == 1);
+    }
+  }
+
+  TEST_CASE("outputs of 32 MiB and more are streamed and compute what the plain path does") {
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    // Rows of 2049 floats: a row segment's outputs are 32-byte aligned only in every eighth
+    // row, so the streaming path and the plain one both run, and the task chunks (multiples
+    // of 64 elements) cut rows into segments shorter than a block (Note [Streaming stores]).
+    // A group with two outputs, each at the threshold on its own.
+    const char* text = R"(graph g
+input x: f32[@R@, 2049]
+input y: f32[2049]
+a = Add(x, y)
+s = Mul(a, x)
+t = Sub(x, y)
+u = Relu(t)
+output s
+output u
+)";
+    for (int64_t rows : {int64_t(4099), int64_t(17)}) {
+      CAPTURE(rows);
+      FusedGraph f = test::fuse_text(with(text, "@R@", std::to_string(rows)), {});
+      const bool big = rows * 2049 * 4 >= kStreamingStoreBytes;
+      int streamed = 0;
+      for (const FusionGroup& grp : f.groups) {
+        std::string why;
+        std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+        REQUIRE(spec);
+        const bool streams = pointwise_streams_stores(*spec);
+        streamed += streams;
+        CHECK((emit_pointwise_ir(*spec, "k").find("!nontemporal") != std::string::npos) == streams);
+      }
+      CHECK(streamed == (big ? int(f.groups.size()) : 0));
+      Checked c = check_pointwise(*be, f, {{"x", test::randn({rows, 2049}, 1)}, {"y", test::randn({2049}, 2)}},
+                                  Bound{4 * kUlp, 0, 4 * kDenormUlp, rows < 100});
+      CHECK(c.kernels >= 1);
+    }
+    // Not streamed: a bool output (only f32 runs are), a body bound by its tanh.
+    FusedGraph t = test::fuse_text(R"(graph g
+input x: f32[4099, 2049]
+input y: f32[2049]
+z = Greater(x, y)
+a = Add(x, y)
+h = Tanh(a)
+output z
+output h
+)",
+                                   {});
+    for (const FusionGroup& grp : t.groups) {
+      std::string why;
+      std::optional<KernelSpec> spec = lower_group(t, grp, &why);
+      if (spec && spec->kind == KernelKind::Pointwise) CHECK_FALSE(pointwise_streams_stores(*spec));
     }
   }
 
