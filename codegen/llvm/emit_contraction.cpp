@@ -49,7 +49,13 @@ namespace fusor {
 // Weights (a constant B, packed) are read once per call from L3 or memory when the
 // activations are few (short sequences): the micro-kernel prefetches the panel
 // kPrefetchFloats ahead, which keeps more misses in flight than the hardware prefetchers
-// do while the FMAs run (BERT layer at seq 16: 2.3 -> 1.95 ms on a 2-vCPU Xeon).
+// do while the FMAs run (BERT layer at seq 16: 2.3 -> 1.95 ms on a 2-vCPU Xeon). With at
+// most kFarPrefetchRows rows, few FMAs cover each byte of weights and the panel's first
+// tile waits on memory: the prefetch goes twice as far (8 KiB) and into L2 (prefetcht1),
+// whose queue holds more misses than L1's fill buffers. Measured on the 2-vCPU Xeon, the
+// BERT layer at one thread, three interleaved rounds (fusor run --repeat 30, medians):
+// seq 16 2.87-2.95 -> 2.22-2.46 ms, seq 64 9.7-10.7 -> 7.8-9.3 ms; at seq 128 the same
+// change cost 10%, so more rows keep the near prefetch into L1.
 //
 // Floating point: each output is Σ over kk in order (tap by tap for a conv), with FMA: a
 // different order than OpenBLAS's, so results differ from the static backend by rounding
@@ -63,6 +69,8 @@ constexpr int64_t kScratchBytes = 512 * 1024;
 // How far ahead a micro-kernel prefetches a packed constant panel (Note [Contraction
 // kernels]): 4 KiB, about the bytes consumed while one L3 or DRAM miss is outstanding.
 constexpr int64_t kPrefetchFloats = 1024;
+// Up to this many rows (m) the prefetch goes 2 * kPrefetchFloats ahead, into L2.
+constexpr int64_t kFarPrefetchRows = 64;
 
 struct EpiAccess {
   std::vector<int64_t> batch;  // per batch dim
@@ -362,7 +370,11 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   } else {
     br.ks = kk;
     br.step = nr;
-    if (t.prepack) br.prefetch_floats = kPrefetchFloats;
+    if (t.prepack) {
+      const bool far = !spec.symbolic && f.m <= kFarPrefetchRows;
+      br.prefetch_floats = far ? 2 * kPrefetchFloats : kPrefetchFloats;
+      br.prefetch_to_l2 = far;
+    }
   }
   std::vector<TileAccess> epi_strides;
   for (const EpiAccess& a : f.epi) epi_strides.push_back({a.row, a.col});

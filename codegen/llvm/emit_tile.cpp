@@ -147,7 +147,8 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
       bv.push_back(kb.op("load " + vt + ", ptr " + p + ", align 4"));
       if (br.prefetch_floats > 0) {
         std::string pf = kb.op("getelementptr float, ptr " + p + ", i64 " + i64(br.prefetch_floats));
-        kb.line("call void @llvm.prefetch.p0(ptr " + pf + ", i32 0, i32 3, i32 1)");
+        // (LLVM's locality 3 is prefetcht0, 2 prefetcht1.)
+        kb.line("call void @llvm.prefetch.p0(ptr " + pf + ", i32 0, i32 " + (br.prefetch_to_l2 ? "2" : "3") + ", i32 1)");
       }
     }
   }

@@ -34,6 +34,7 @@ struct BRead {
   /// p + (ky*dil_h - pad_t) * w + kx*dil_w - pad_l), each lane masked by its own row and column.
   bool flat = false;
   int64_t prefetch_floats = 0;   ///< packed panel: prefetch B this many floats ahead (0: none)
+  bool prefetch_to_l2 = false;   ///< prefetcht1 (into L2) rather than prefetcht0 (into L1)
   /// The steps are a run-time count: the micro-kernel takes a trailing `i64 %ks` (one
   /// segment only; ks is then ignored). Symbolic attention's P·V, over the run's keys.
   bool runtime_ks = false;
