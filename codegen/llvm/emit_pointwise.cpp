@@ -69,8 +69,16 @@ bool check(const KernelSpec& spec, std::string* why) {
   return check_buffer_use(reads, writes, why);  // Note [Pointwise inner loop]: noalias needs it
 }
 
-// The internal body function of Note [Pointwise inner loop].
-std::string emit_body(const KernelSpec& spec, const std::string& symbol) {
+// Which accesses of `g` are stored to (per access).
+std::vector<bool> stored_accesses(const ExprGraph& g) {
+  std::vector<bool> stored(g.accesses.size(), false);
+  for (const ExprGraph::Store& st : g.stores) stored[size_t(st.access)] = true;
+  return stored;
+}
+
+// The internal body function of Note [Pointwise inner loop]; `streams`: the kernel's
+// pointwise_streams_stores.
+std::string emit_body(const KernelSpec& spec, const std::string& symbol, bool streams) {
   const ExprGraph& g = spec.pointwise.body;
   IrText pre("h"), loop("v");
   ExprEnv env;
@@ -79,12 +87,11 @@ std::string emit_body(const KernelSpec& spec, const std::string& symbol) {
 
   std::ostringstream os;
   os << "define internal void @" << symbol << ".body(";
-  std::vector<bool> stored(g.accesses.size(), false);
-  for (const ExprGraph::Store& st : g.stores) stored[size_t(st.access)] = true;
+  const std::vector<bool> stored = stored_accesses(g);
   for (size_t k = 0; k < g.accesses.size(); ++k) os << (stored[k] ? "ptr noalias nocapture %a" : "ptr nocapture readonly %a") << k << ", ";
   // A streaming kernel calls the body from two places (Note [Streaming stores]): not
   // inlined there, it compiles once (its noalias parameters serve the vectorizer as well).
-  os << "i64 %n) " << (pointwise_streams_stores(spec) ? "#2" : "#1") << " {\nentry:\n" << pre.text() << "  br label %loop\nloop:\n"
+  os << "i64 %n) " << (streams ? "#2" : "#1") << " {\nentry:\n" << pre.text() << "  br label %loop\nloop:\n"
      << "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
      << loop.text() << "  %i.next = add nuw nsw i64 %i, 1\n"
      << "  %done = icmp eq i64 %i.next, %n\n"
@@ -92,8 +99,8 @@ std::string emit_body(const KernelSpec& spec, const std::string& symbol) {
   return os.str();
 }
 
-// The ABI wrapper of Note [Pointwise tasks].
-std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
+// The ABI wrapper of Note [Pointwise tasks] (and Note [Streaming stores] when `streams`).
+std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol, bool streams) {
   const PointwiseSpec& p = spec.pointwise;
   const ExprGraph& g = p.body;
   // A symbolic space [S, rest...] has S * numel(rest) elements (Note [Symbolic kernels]).
@@ -144,23 +151,30 @@ std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
     for (const std::string& q : args) c += "ptr " + q + ", ";
     at.line(c + "i64 " + n + ")");
   };
-  const bool streams = pointwise_streams_stores(spec);
+  // The segment loop: its body (ending in the block `latch`), the back edge, the exit.
+  auto segment_loop = [&](const std::string& prefix, const std::string& body, const std::string& latch,
+                          const std::string& on_exit) {
+    std::ostringstream out;
+    out << prefix << "seg:\n  %pos = phi i64 [ " << begin << ", %entry ], [ %pos.next, %" << latch << " ]\n" << body
+        << "  %pos.next = add nsw i64 %pos, " << len << "\n"
+        << "  %more = icmp slt i64 %pos.next, " << end << "\n"
+        << "  br i1 %more, label %seg, label %done\ndone:\n" << on_exit << "  ret void\n}\n";
+    return out.str();
+  };
   if (!streams) {
     call(seg, ptrs, len);
-    os << "seg:\n  %pos = phi i64 [ " << begin << ", %entry ], [ %pos.next, %seg ]\n"
-       << seg.text() << "  %pos.next = add nsw i64 %pos, " << len << "\n"
-       << "  %more = icmp slt i64 %pos.next, " << end << "\n"
-       << "  br i1 %more, label %seg, label %done\ndone:\n  ret void\n}\n";
-    return os.str();
+    return segment_loop(os.str(), seg.text(), "seg", "");
   }
   // Note [Streaming stores]: the stack buffers (in the entry block), the alignment test.
-  std::vector<bool> stored(g.accesses.size(), false);
-  for (const ExprGraph::Store& st : g.stores) stored[size_t(st.access)] = true;
+  const std::vector<bool> stored = stored_accesses(g);
+  std::vector<size_t> outs;
+  for (size_t k = 0; k < g.accesses.size(); ++k)
+    if (stored[k]) outs.push_back(k);
+  auto buf = [](size_t k) { return "%buf" + std::to_string(k); };
   std::string allocas;
   std::string misaligned = "0";
-  for (size_t k = 0; k < g.accesses.size(); ++k) {
-    if (!stored[k]) continue;
-    allocas += "  %buf" + std::to_string(k) + " = alloca [" + std::to_string(kStreamBlock) + " x float], align 64\n";
+  for (size_t k : outs) {
+    allocas += "  " + buf(k) + " = alloca [" + std::to_string(kStreamBlock) + " x float], align 64\n";
     std::string addr = seg.op("ptrtoint ptr " + ptrs[k] + " to i64");
     misaligned = seg.op("or i64 " + misaligned + ", " + seg.op("and i64 " + addr + ", 31"));
   }
@@ -180,7 +194,7 @@ std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
     const StridedAccess& a = g.accesses[k];
     if (stored[k]) {
       dst[k] = blk.op("getelementptr inbounds float, ptr " + ptrs[k] + ", i64 %b");
-      args.push_back("%buf" + std::to_string(k));
+      args.push_back(buf(k));
     } else if (a.strides.back() == 0) {
       args.push_back(ptrs[k]);
     } else {
@@ -196,9 +210,8 @@ std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
   cp.line("br i1 " + more_v + ", label %cp.body, label %cp.tail");
   IrText body("v");
   std::string voff = body.op("shl i64 %v, 3");
-  for (size_t k = 0; k < g.accesses.size(); ++k) {
-    if (!stored[k]) continue;
-    std::string src = body.op("getelementptr inbounds float, ptr %buf" + std::to_string(k) + ", i64 " + voff);
+  for (size_t k : outs) {
+    std::string src = body.op("getelementptr inbounds float, ptr " + buf(k) + ", i64 " + voff);
     std::string x = body.op("load <8 x float>, ptr " + src + ", align 32");
     std::string to = body.op("getelementptr inbounds float, ptr " + dst[k] + ", i64 " + voff);
     body.line("store <8 x float> " + x + ", ptr " + to + ", align 32, !nontemporal !0");
@@ -208,24 +221,19 @@ std::string emit_wrapper(const KernelSpec& spec, const std::string& symbol) {
   IrText tail("t");
   std::string copied = tail.op("shl i64 " + vectors + ", 3");
   std::string bytes = tail.op("shl i64 " + tail.op("sub i64 " + n + ", " + copied) + ", 2");
-  for (size_t k = 0; k < g.accesses.size(); ++k) {
-    if (!stored[k]) continue;
-    std::string src = tail.op("getelementptr inbounds float, ptr %buf" + std::to_string(k) + ", i64 " + copied);
+  for (size_t k : outs) {
+    std::string src = tail.op("getelementptr inbounds float, ptr " + buf(k) + ", i64 " + copied);
     std::string to = tail.op("getelementptr inbounds float, ptr " + dst[k] + ", i64 " + copied);
     tail.line("call void @llvm.memcpy.p0.p0.i64(ptr " + to + ", ptr " + src + ", i64 " + bytes + ", i1 false)");
   }
   std::string b_next = tail.op("add nsw i64 %b, " + n);
   tail.line("br i1 " + tail.op("icmp slt i64 " + b_next + ", " + len) + ", label %blk, label %seg.end");
-  std::string text = os.str();
-  text.insert(text.find("entry:\n") + 7, allocas);
-  std::ostringstream out;
-  out << text << "seg:\n  %pos = phi i64 [ " << begin << ", %entry ], [ %pos.next, %seg.end ]\n" << seg.text()
-      << "plain:\n" << plain.text() << "blk:\n  %b = phi i64 [ 0, %seg ], [ " << b_next << ", %cp.tail ]\n" << blk.text()
-      << "cp:\n  %v = phi i64 [ 0, %blk ], [ %v.next, %cp.body ]\n" << cp.text() << "cp.body:\n" << body.text()
-      << "cp.tail:\n" << tail.text() << "seg.end:\n  %pos.next = add nsw i64 %pos, " << len << "\n"
-      << "  %more = icmp slt i64 %pos.next, " << end << "\n"
-      << "  br i1 %more, label %seg, label %done\ndone:\n  call void @llvm.x86.sse.sfence()\n  ret void\n}\n";
-  return out.str();
+  std::string prefix = os.str();
+  prefix.insert(prefix.find("entry:\n") + 7, allocas);
+  const std::string blocks = seg.text() + "plain:\n" + plain.text() + "blk:\n  %b = phi i64 [ 0, %seg ], [ " + b_next +
+                             ", %cp.tail ]\n" + blk.text() + "cp:\n  %v = phi i64 [ 0, %blk ], [ %v.next, %cp.body ]\n" +
+                             cp.text() + "cp.body:\n" + body.text() + "cp.tail:\n" + tail.text() + "seg.end:\n";
+  return segment_loop(prefix, blocks, "seg.end", "  call void @llvm.x86.sse.sfence()\n");
 }
 
 }  // namespace
@@ -235,10 +243,12 @@ bool pointwise_supports(const KernelSpec& spec, std::string* why) { return check
 std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol) {
   std::string why;
   if (!check(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
+  const bool streams = pointwise_streams_stores(spec);
   std::ostringstream os;
-  os << spec_comment(spec) << "\n" << emit_body(spec, symbol) << "\n" << emit_wrapper(spec, symbol) << "\n" << kDeclarations
+  os << spec_comment(spec) << "\n" << emit_body(spec, symbol, streams) << "\n" << emit_wrapper(spec, symbol, streams) << "\n"
+     << kDeclarations
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\nattributes #2 = { noinline nounwind }\n";
-  if (pointwise_streams_stores(spec))
+  if (streams)
     os << "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\ndeclare void @llvm.x86.sse.sfence()\n!0 = !{i32 1}\n";
   return os.str();
 }
