@@ -17,6 +17,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::DeviceUnavailable: return "DeviceUnavailable";
     case ErrorCode::OutOfMemory: return "OutOfMemory";
     case ErrorCode::Io: return "Io";
+    case ErrorCode::NumericsMismatch: return "NumericsMismatch";
     case ErrorCode::Internal: return "Internal";
   }
   return "Unknown";

@@ -24,6 +24,7 @@ enum class ErrorCode {
   DeviceUnavailable,  ///< the requested device or backend is not present
   OutOfMemory,        ///< an allocation failed or a size overflowed
   Io,                 ///< a file could not be read or written
+  NumericsMismatch,   ///< a fused kernel's results differ from its unfused ops' (EngineOptions::verify strict)
   Internal,           ///< a broken invariant inside fusor: a bug
 };
 

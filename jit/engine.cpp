@@ -4,6 +4,7 @@
 #include "jit/bind_run.h"
 #include "jit/executor.h"
 #include "jit/heap_release.h"
+#include "jit/verify.h"
 
 namespace fusor {
 
@@ -75,8 +76,10 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
 }
 
 void Engine::prepare(const Graph& graph, const DimBindings& dims) {
-  impl_->plan(graph, impl_->key(graph, input_types_from_dims(graph, dims)));
+  std::vector<TensorType> types = input_types_from_dims(graph, dims);
+  impl_->plan(graph, impl_->key(graph, types));
   impl_->executor->drain();  // the final plan, not the one serving until it is ready
+  if (impl_->context.options.verify != VerifyMode::Off) run(graph, verify_inputs(graph, types));
 }
 
 void Engine::drain() { impl_->executor->drain(); }
@@ -91,6 +94,8 @@ std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool js
   FusedGraph fused = impl_->context.fuser.fuse(graph, input_types_from_dims(graph, dims));
   return json ? explain_json(fused, dims) : explain_text(fused, dims);
 }
+
+std::vector<GroupVerdict> Engine::verdicts() const { return impl_->executor->verdicts(); }
 
 std::vector<StepProfile> Engine::profile() const { return impl_->context.times.snapshot(); }
 

@@ -50,7 +50,9 @@ class Engine {
   /// Builds (or finds) the plan of `graph` at the given dims without running it: traces,
   /// fuses and compiles every kernel (into the persistent store too), so a later run of
   /// that shape only executes; with background_compile, tiering or symbolic_dim it waits
-  /// for the final plan. What `fusor warmup` calls for each shape. Thread-safe.
+  /// for the final plan. With EngineOptions::verify, the plan then runs once on seeded
+  /// random inputs (floats N(0, 1), integers 0 or 1), which checks its kernels. What
+  /// `fusor warmup` calls for each shape. Thread-safe.
   void prepare(const Graph& graph, const DimBindings& dims);
 
   /// Backend cuda: a copy of host tensor `t` in device memory, enqueued on the engine's
@@ -76,6 +78,9 @@ class Engine {
 
   const EngineOptions& options() const;
   EngineStats stats() const;
+  /// The most recent checks of EngineOptions::verify, oldest first (at most 1024; Note
+  /// [Verify mode] in jit/verify.h). Empty with verify off and on backend cuda.
+  std::vector<GroupVerdict> verdicts() const;
   /// The steps' times so far, longest first (empty unless EngineOptions::profile).
   std::vector<StepProfile> profile() const;
 

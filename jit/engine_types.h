@@ -7,12 +7,48 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "codegen/backends.h"
 #include "ir/passes/fusion_options.h"
 #include "ir/tensor.h"
 
 namespace fusor {
+
+/// What an Engine does with each new plan's fused kernels (EngineOptions::verify; Note
+/// [Verify mode] in jit/verify.h).
+enum class VerifyMode {
+  Off,       ///< no check
+  Warn,      ///< check each JIT group once against its ops unfused; warn about a mismatch and keep its kernel
+  Strict,    ///< check; a mismatch throws Error(NumericsMismatch) from that run, and the group runs unfused from then on
+  Fallback,  ///< check; a mismatch is warned about, that run returns the unfused group's results, and the group
+             ///< runs unfused from then on
+};
+
+/// "warn", "strict", "fallback" or "off" as a VerifyMode; InvalidArgument otherwise.
+VerifyMode parse_verify_mode(const std::string& name);
+/// The name parse_verify_mode reads.
+const char* verify_mode_name(VerifyMode mode);
+
+/// One fused group's check (EngineOptions::verify): its kernel's outputs against its ops
+/// run one by one on the static kernels, on the same inputs, in one run.
+struct GroupVerdict {
+  std::string kernel;            ///< the step: "llvm contraction ff1_proj_ff1_ff1_act"
+  std::string pattern;           ///< what formed the group: "matmul+add+gelu"
+  std::vector<std::string> ops;  ///< its ops, in order
+  std::string outputs;           ///< its outputs' types: "f32[16,3072]"
+  double max_abs = 0;            ///< max |kernel - reference| over its outputs
+  double max_rel = 0;            ///< max of that over |reference|, where |reference| >= 1e-3 of the scale
+  double scale = 0;              ///< the outputs' own scale: max |reference|
+  double error = 0;              ///< max_abs / scale: the error in units of the output's scale
+  double tolerance = 0;          ///< the bound on `error` (Note [Verify tolerances])
+  int64_t new_nonfinite = 0;     ///< elements NaN or infinite where the reference has a finite value
+  int64_t mismatched = 0;        ///< elements beyond the tolerance (integer and bool outputs: unequal)
+  bool passed = true;
+  bool unfused = false;          ///< the group runs unfused from then on (VerifyMode Strict, Fallback)
+  /// One line: kernel, verdict, errors and tolerance.
+  std::string str() const;
+};
 
 /// Everything that configures an Engine, in one place.
 struct EngineOptions {
@@ -83,6 +119,13 @@ struct EngineOptions {
   /// serving every size with the symbolic kernels (false: one set of kernels for all sizes,
   /// no compile per size, at the speed bench/ `symbolic/*` measures).
   bool specialize = true;
+  /// Check every fused kernel once, on the first run of each new plan (the caller's inputs;
+  /// prepare() and warmup: seeded random ones), against its group's ops run unfused on the
+  /// static kernels, and act on a mismatch as the mode says (jit/verify.h, Note [Verify
+  /// mode]). Engine::verdicts() and EngineStats report the checks.
+  VerifyMode verify = VerifyMode::Off;
+  /// Multiplies every verify tolerance (Note [Verify tolerances]): below 1 is stricter.
+  double verify_tolerance_scale = 1.0;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };
@@ -111,6 +154,11 @@ struct EngineStats {
   uint64_t first_tier_kept = 0;   ///< tiering: kernels where asmjit's code ran faster than LLVM's and stayed
   uint64_t symbolic_steps = 0;    ///< symbolic_dim: steps of first plans that ran a symbolic kernel
   uint64_t device_launches = 0;   ///< backend cuda: kernels launched on the device
+  uint64_t groups_verified = 0;   ///< verify: fused groups checked against their unfused ops
+  uint64_t groups_failed = 0;     ///< of those, beyond their tolerance or with new NaN/Inf
+  uint64_t groups_unfused = 0;    ///< of those, running unfused from then on (Strict, Fallback)
+  double verify_worst_error = 0;  ///< verify: the largest error seen, in units of its output's scale
+  double verify_worst_ratio = 0;  ///< verify: the largest error over its tolerance (above 1: a failure)
   std::string disk_dir;           ///< the persistent store's folder ("" when off)
   uint64_t disk_entries = 0;      ///< kernels the store holds now (every graph's, every process's)
   uint64_t disk_bytes = 0;        ///< their size on disk

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 
 #include "codegen/static/static_backend.h"
 #include "jit/bind_run.h"
@@ -47,10 +48,56 @@ void run_static_step(const Step& st, const Graph& g, std::vector<Tensor>& values
   run_static_kernel(args);
 }
 
+// A JIT step whose kernel failed its check (Note [Verify mode]): its group on the static
+// kernels, the results where the kernel would have written them.
+void run_unfused_step(const Plan& plan, const Step& st, std::vector<Tensor>& values, Parallel& parallel) {
+  const FusionGroup& grp = plan.fused.groups[size_t(st.group)];
+  std::vector<Tensor> outs = run_group_unfused(plan.fused, size_t(st.group), values, parallel);
+  for (size_t i = 0; i < grp.outputs.size(); ++i) {
+    Tensor& t = values[size_t(grp.outputs[i])];
+    if (t.defined())
+      std::memcpy(t.raw(), outs[i].raw(), t.nbytes());
+    else
+      t = std::move(outs[i]);
+  }
+}
+
 }  // namespace
 
+std::vector<Tensor> run_group_unfused(const FusedGraph& fused, size_t group, const std::vector<Tensor>& values,
+                                      Parallel& parallel) {
+  const Graph& g = fused.graph;
+  const FusionGroup& grp = fused.groups[group];
+  std::vector<char> inside(g.nodes().size(), 0);
+  for (NodeId id : grp.nodes) inside[size_t(id)] = 1;
+  std::vector<Tensor> local(values.size());
+  // A value as the unfused group reads it: computed here when a node of the group makes it
+  // (never the kernel's), else the run's, else (a view the plan dropped) computed again.
+  std::function<const Tensor*(ValueId)> get = [&](ValueId v) -> const Tensor* {
+    if (local[size_t(v)].defined()) return &local[size_t(v)];
+    const Value& val = g.value(v);
+    const bool ours = val.kind == ValueKind::NodeOutput && inside[size_t(val.producer)];
+    if (!ours && values[size_t(v)].defined()) return &values[size_t(v)];
+    if (const Tensor* c = g.constant_data(v)) return c;
+    FUSOR_ASSERT(val.kind == ValueKind::NodeOutput, "value '", val.name, "' of group ", group, " has no tensor");
+    const Node& n = g.node(val.producer);
+    StaticKernelArgs args{n, {}, {}, parallel};
+    for (ValueId in : n.inputs) args.inputs.push_back(in == kNoValue ? nullptr : get(in));
+    for (ValueId o : n.outputs) {
+      local[size_t(o)] = Tensor::empty(fused.types[size_t(o)].dtype, fused.types[size_t(o)].shape);
+      args.outputs.push_back(&local[size_t(o)]);
+    }
+    run_static_kernel(args);
+    return &local[size_t(v)];
+  };
+  for (NodeId id : grp.nodes) get(g.node(id).outputs[0]);
+  std::vector<Tensor> outs;
+  for (ValueId o : grp.outputs) outs.push_back(*get(o));
+  return outs;
+}
+
 void execute_plan(const Plan& plan, const std::vector<const Tensor*>& feeds, TensorMap& outputs, Parallel& parallel,
-                  ArenaPool& arenas, StepTimes* times) {
+                  ArenaPool& arenas, StepTimes* times, const StepCheck* check) {
   const Graph& g = plan.fused.graph;
   const std::vector<TensorType>& types = plan.fused.types;
 
@@ -75,14 +122,17 @@ void execute_plan(const Plan& plan, const std::vector<const Tensor*>& feeds, Ten
 
   for (const Step& st : plan.steps) {
     const auto step_start = times ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (st.kernel) {
+    if (st.kernel && !st.unfused.get()) {
       run_kernel_step(st, values, types, parallel);
+    } else if (st.kernel) {
+      run_unfused_step(plan, st, values, parallel);
     } else if (st.alias) {
       const Node& n = g.node(st.node);
       values[size_t(n.outputs[0])] = values[size_t(n.inputs[0])].reshaped(types[size_t(n.outputs[0])].shape);
     } else {
       run_static_step(st, g, values, types, parallel);
     }
+    if (check && st.kernel) (*check)(st, values);
     for (ValueId v : st.reads)
       if (--uses[size_t(v)] == 0 && !plan.is_output[size_t(v)] && g.value(v).kind == ValueKind::NodeOutput)
         values[size_t(v)] = Tensor();

@@ -5,6 +5,7 @@
 // measures it with the Engine's bind, key and lookup. Layer: jit.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "codegen/parallel.h"
@@ -15,12 +16,23 @@
 
 namespace fusor {
 
+/// Called after each JIT step of a run, with the run's values (jit/verify.h).
+using StepCheck = std::function<void(const Step&, std::vector<Tensor>& values)>;
+
+/// Group `group` of `fused` run op by op on the static kernels, on the values of a run
+/// (the values outside the group; the views a plan dropped, because its kernels read their
+/// roots through strides, are computed again): the group's outputs, in FusionGroup::outputs
+/// order.
+std::vector<Tensor> run_group_unfused(const FusedGraph& fused, size_t group, const std::vector<Tensor>& values,
+                                      Parallel& parallel);
+
 /// Runs `plan` on `feeds` (one per input of the plan's graph, in order) over `parallel`,
 /// intermediates in a block of `arenas`. Outputs already in `outputs` are written in place
 /// (ShapeMismatch unless they have exactly the inferred type); the others are added, graph
 /// inputs and constants returned as outputs as copies. Each step's time goes to `times`
-/// when given.
+/// when given; `check`, when given, sees each JIT step's values right after it ran. A JIT
+/// step whose `unfused` flag is set runs its group on the static kernels instead.
 void execute_plan(const Plan& plan, const std::vector<const Tensor*>& feeds, TensorMap& outputs, Parallel& parallel,
-                  ArenaPool& arenas, StepTimes* times);
+                  ArenaPool& arenas, StepTimes* times, const StepCheck* check = nullptr);
 
 }  // namespace fusor

@@ -72,7 +72,10 @@ std::unique_ptr<Executor> make_executor(ExecutorContext& ctx) {
   const BackendOptions options{ctx.options.dump_dir};
 #define FUSOR_BACKEND_MAKE_Precompiled(name) return make_host_executor(ctx, backend, nullptr);
 #define FUSOR_BACKEND_MAKE_HostJit(name) return make_host_executor(ctx, backend, make_##name##_jit(options));
-#define FUSOR_BACKEND_MAKE_DeviceJit(name) return make_##name##_executor(ctx);
+#define FUSOR_BACKEND_MAKE_DeviceJit(name)                                                            \
+  FUSOR_CHECK(ctx.options.verify == VerifyMode::Off, Unsupported, "EngineOptions::verify checks host plans only; " \
+              "backend " #name " has no verify mode yet");                                               \
+  return make_##name##_executor(ctx);
 #define FUSOR_BACKEND(kind, name, role, summary) \
   case BackendKind::kind: FUSOR_BACKEND_MAKE_##role(name)
   switch (backend) {

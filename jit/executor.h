@@ -129,6 +129,8 @@ class Executor {
   /// Adds what the plan cache and the context do not count: kernels, store use, compile
   /// times, later plans, device launches and memory.
   virtual void add_stats(EngineStats& s) const = 0;
+  /// The most recent verdicts of EngineOptions::verify (Note [Verify mode]), oldest first.
+  virtual std::vector<GroupVerdict> verdicts() const { return {}; }
 
  protected:
   explicit Executor(BackendKind kind) : kind_(kind) {}

@@ -8,6 +8,7 @@
 #include "jit/plan.h"
 #include "jit/symbolic_plans.h"
 #include "jit/tiering.h"
+#include "jit/verify.h"
 
 namespace fusor {
 
@@ -21,7 +22,8 @@ class HostExecutor final : public Executor {
         jit_(std::move(jit)),
         first_tier_(ctx.options.tiering && jit_ && backend != BackendKind::Asmjit ? first_tier(ctx.options) : nullptr),
         kernels_({ctx.options.kernel_cache_bytes, jit_ && jit_->can_load() ? ctx.store() : nullptr, ctx.options.warn}),
-        symbolic_(ctx.options.symbolic_dim, ctx.fuser) {}
+        symbolic_(ctx.options.symbolic_dim, ctx.fuser),
+        verifier_(ctx.options.verify, ctx.options.verify_tolerance_scale, ctx.options.warn) {}
 
   Device device() const override { return Device::Host; }
 
@@ -46,8 +48,14 @@ class HostExecutor final : public Executor {
   }
 
   void execute(const ExecutablePlan& plan, const std::vector<const Tensor*>& feeds, TensorMap& outputs) override {
-    execute_plan(static_cast<const Plan&>(plan), feeds, outputs, ctx_.pool, arenas_, ctx_.profile());
+    const Plan& p = static_cast<const Plan&>(plan);
+    if (verifier_.claim(p))
+      verifier_.execute_checked(p, feeds, outputs, ctx_.pool, arenas_, ctx_.profile());  // Note [Verify mode]
+    else
+      execute_plan(p, feeds, outputs, ctx_.pool, arenas_, ctx_.profile());
   }
+
+  std::vector<GroupVerdict> verdicts() const override { return verifier_.verdicts(); }
 
   void drain() override { background_.drain(); }
 
@@ -56,6 +64,7 @@ class HostExecutor final : public Executor {
     s.background_swaps += background_.swaps();
     s.first_tier_kept += first_tier_kept_.load();
     s.symbolic_steps += symbolic_steps_.load();
+    verifier_.add_stats(s);
   }
 
  private:
@@ -108,6 +117,7 @@ class HostExecutor final : public Executor {
   std::unique_ptr<JitBackend> first_tier_;  // tiering: asmjit, serving new shapes until jit_'s plan is ready
   HostKernelSource kernels_;
   SymbolicReferences symbolic_;
+  Verifier verifier_;
   ArenaPool arenas_{ctx_.options.plan_cache_bytes};  // its stock bounded like the plans that charge for it
   std::atomic<uint64_t> first_tier_kept_{0}, symbolic_steps_{0};
   // Last: destroyed first, so a running job still sees the kernels and the backends.

@@ -129,6 +129,7 @@ std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& 
     GroupKernel k = choose ? choose(f, gi) : GroupKernel{};
     if (k.kernel) {
       plan->steps.push_back(kernel_step(fg, std::move(k), constants));
+      plan->steps.back().group = int(gi);
       continue;
     }
     for (NodeId id : f.groups[gi].nodes) plan->steps.push_back(static_step(fg, id, plan->is_output));

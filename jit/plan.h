@@ -6,6 +6,7 @@
 // or the symbolic first plans' (jit/symbolic_plans.h). Layer: jit.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,6 +23,23 @@
 
 namespace fusor {
 
+/// A flag a step of a serving plan may have set once (relaxed: it is read once per run of
+/// the step); copies with the step while the plan is built.
+class StepFlag {
+ public:
+  StepFlag() = default;
+  StepFlag(const StepFlag& o) : v_(o.get()) {}
+  StepFlag& operator=(const StepFlag& o) {
+    v_.store(o.get(), std::memory_order_relaxed);
+    return *this;
+  }
+  bool get() const { return v_.load(std::memory_order_relaxed); }
+  void set() const { v_.store(true, std::memory_order_relaxed); }
+
+ private:
+  mutable std::atomic<bool> v_{false};
+};
+
 /// One unit of execution: a static kernel for one node (or a zero-copy reshape), or a JIT
 /// kernel for a whole group.
 struct Step {
@@ -34,6 +52,10 @@ struct Step {
   std::vector<std::pair<size_t, std::shared_ptr<const Tensor>>> packed;  ///< JIT step: constants passed packed
   std::vector<ValueId> reads, writes;             ///< what the step touches (for liveness)
   std::string label;                              ///< for profiles
+  int group = -1;                                 ///< JIT step: its group of the plan's fused graph
+  /// JIT step: its group runs unfused on the static kernels instead of the kernel, since
+  /// the kernel failed its check (Note [Verify mode]).
+  StepFlag unfused;
 };
 
 /// One (graph, input signature)'s schedule on the host: the fused graph, its steps, and
@@ -43,6 +65,8 @@ struct Step {
 /// bound them too (a kernel shared by several plans is charged to each).
 struct Plan final : ExecutablePlan {
   FusedGraph fused;
+  /// Claimed by the one run that checks the plan's kernels (Note [Verify mode]).
+  mutable std::atomic<bool> verify_claimed{false};
   std::vector<Step> steps;
   std::vector<int> uses;              ///< per value: reads by steps
   std::vector<char> is_output;        ///< per value

@@ -97,6 +97,25 @@ TEST_SUITE("tools/fusor") {
     CHECK(abs_sum(b.out) == doctest::Approx(abs_sum(a.out)).epsilon(1e-5));
   }
 
+  TEST_CASE("--verify checks every fused kernel and reports each verdict, as text and JSON") {
+    Result r = run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=9 --backend asmjit --verify warn --stats");
+    INFO(r.out);
+    if (r.code == 4) return;  // no asmjit in this build
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "verify (warn): 6 fused groups checked against their ops unfused"));
+    CHECK(has(r.out, "asmjit contraction ff1_proj_ff1_ff1_act: passed, error "));
+    CHECK(has(r.out, "[matmul+add+gelu: MatMul, Add, Gelu -> ff1_act: f32[1, 9, 3072]]"));
+    CHECK(has(r.out, "  verify: 6 groups checked, 0 failed, 0 unfused; worst error "));
+    r = run_fusor("run " + example("resnet_bottleneck") + " --dim N=1 --dim H=7 --dim W=7 --backend asmjit --json --verify strict");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "\"verify\": [{\"kernel\": \"asmjit contraction conv1_relu1\", \"pattern\": \"conv+relu\", "
+                     "\"ops\": [\"Conv\", \"Relu\"], \"outputs\": \"relu1: f32[1, 64, 7, 7]\", \"passed\": true"));
+    r = run_fusor("run " + example("bert_layer") + " --verify loud");
+    CHECK(r.code == 2);
+    CHECK(has(r.out, "--verify loud: expected warn, strict or fallback"));
+  }
+
   TEST_CASE("--symbolic-dim runs a new length on symbolic kernels with the same checksum") {
     Result a = run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=11 --json --no-fuse");
     Result b = run_fusor("run " + example("bert_layer") +

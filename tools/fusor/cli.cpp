@@ -143,6 +143,9 @@ std::string stats_json(const EngineStats& s) {
          ", \"kernel_hits\": " + u(s.kernel_hits) + ", \"compile_ms\": " + json_number(s.compile_ms) +
          ", \"compile_ms_by_backend\": {" + by_backend + "}, \"load_ms\": " + json_number(s.load_ms) + ", \"background_swaps\": " + u(s.background_swaps) +
          ", \"first_tier_kept\": " + u(s.first_tier_kept) + ", \"symbolic_steps\": " + u(s.symbolic_steps) +
+         ", \"groups_verified\": " + u(s.groups_verified) + ", \"groups_failed\": " + u(s.groups_failed) +
+         ", \"groups_unfused\": " + u(s.groups_unfused) + ", \"verify_worst_error\": " + json_number(s.verify_worst_error) +
+         ", \"verify_worst_ratio\": " + json_number(s.verify_worst_ratio) +
          ", \"disk\": " + (s.disk_enabled ? json_string(s.disk_dir) : std::string("null")) + "}";
 }
 
@@ -163,7 +166,41 @@ std::string stats_text(const EngineStats& s) {
                   (unsigned long long)s.first_tier_kept);
     out += buf;
   }
+  if (s.groups_verified) {
+    std::snprintf(buf, sizeof buf,
+                  "  verify: %llu groups checked, %llu failed, %llu unfused; worst error %.3g of scale (%.3g of its "
+                  "tolerance)\n",
+                  (unsigned long long)s.groups_verified, (unsigned long long)s.groups_failed,
+                  (unsigned long long)s.groups_unfused, s.verify_worst_error, s.verify_worst_ratio);
+    out += buf;
+  }
   return out;
+}
+
+std::string verdicts_json(const std::vector<GroupVerdict>& verdicts) {
+  std::string out = "[";
+  for (const GroupVerdict& v : verdicts) {
+    std::string ops;
+    for (const std::string& op : v.ops) ops += (ops.empty() ? "" : ", ") + json_string(op);
+    out += (out.size() > 1 ? ", " : "") + std::string("{\"kernel\": ") + json_string(v.kernel) +
+           ", \"pattern\": " + json_string(v.pattern) + ", \"ops\": [" + ops + "], \"outputs\": " +
+           json_string(v.outputs) + ", \"passed\": " + (v.passed ? "true" : "false") +
+           ", \"error\": " + json_number(v.error) + ", \"tolerance\": " + json_number(v.tolerance) +
+           ", \"scale\": " + json_number(v.scale) + ", \"max_abs\": " + json_number(v.max_abs) +
+           ", \"max_rel\": " + json_number(v.max_rel) + ", \"new_nonfinite\": " + std::to_string(v.new_nonfinite) +
+           ", \"mismatched\": " + std::to_string(v.mismatched) + ", \"unfused\": " + (v.unfused ? "true" : "false") + "}";
+  }
+  return out + "]";
+}
+
+void apply_verify_flag(const Args& args, EngineOptions* options) {
+  if (auto mode = args.get("--verify")) {
+    try {
+      options->verify = parse_verify_mode(*mode);
+    } catch (const Error& e) {
+      throw UsageError{"--verify " + *mode + ": expected warn, strict or fallback"};
+    }
+  }
 }
 
 }  // namespace fusor::cli

@@ -19,7 +19,8 @@ enum Exit : int {
   kInternal = 1,   ///< a bug or an unexpected failure inside fusor
   kUsage = 2,      ///< bad command line
   kBadInput = 3,   ///< the graph, the shapes, the files or the inputs are wrong
-  kUnavailable = 4 ///< the request is valid but this build or machine cannot serve it
+  kUnavailable = 4, ///< the request is valid but this build or machine cannot serve it
+  kMismatch = 5     ///< --verify strict: a fused kernel's results differ from its ops' unfused
 };
 
 /// Thrown for command-line mistakes; main prints it with the subcommand's usage.
@@ -75,6 +76,15 @@ std::string backend_usage(BackendKind fallback, bool jit_only);
 std::string stats_json(const EngineStats& s);
 /// The same as indented text lines.
 std::string stats_text(const EngineStats& s);
+/// EngineOptions::verify's verdicts as a JSON array.
+std::string verdicts_json(const std::vector<GroupVerdict>& verdicts);
+/// --verify MODE (warn, strict, fallback) into options->verify; UsageError for another mode.
+void apply_verify_flag(const Args& args, EngineOptions* options);
+/// The help line of --verify.
+inline constexpr const char* kVerifyHelp =
+    "  --verify MODE        check each fused kernel once against its ops unfused on the\n"
+    "                       static kernels (jit/verify.h): warn (report), fallback (report,\n"
+    "                       serve the group unfused) or strict (exit 5 on a mismatch)\n";
 
 
 }  // namespace fusor::cli

@@ -52,7 +52,8 @@ const std::string kRunUsageText =
     "                       the background\n"
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor)\n"
-    "  --no-disk-cache      compile in memory only, without the persistent store\n"
+    "  --no-disk-cache      compile in memory only, without the persistent store\n" +
+    std::string(kVerifyHelp) +
     "  --json               print one JSON object instead of text\n"
     "  --help               this text\n";
 }  // namespace
@@ -90,7 +91,7 @@ double median(std::vector<double> v) {
 
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> valued{"--dim",  "--input", "--seed",         "--backend", "--threads", "--repeat",
-                                   "--save", "--dump",  "--symbolic-dim", "--int-high"};
+                                   "--save", "--dump",  "--symbolic-dim", "--int-high", "--verify"};
   std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile", "--background-compile", "--tiering"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   switches.insert(switches.end(), kCacheSwitches.begin(), kCacheSwitches.end());
@@ -106,6 +107,7 @@ int cmd_run(int argc, char** argv) {
   options.background_compile = args.has("--background-compile");
   options.tiering = args.has("--tiering");
   options.symbolic_dim = args.get("--symbolic-dim").value_or("");
+  apply_verify_flag(args, &options);
   if (auto dir = args.get("--dump")) {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
@@ -191,6 +193,7 @@ int cmd_run(int argc, char** argv) {
                 json_number(first_ms).c_str(), static_cast<long long>(repeat), json_number(med).c_str(),
                 json_number(best).c_str());
     if (stats) std::printf(", \"stats\": %s", stats_json(engine.stats()).c_str());
+    if (options.verify != VerifyMode::Off) std::printf(", \"verify\": %s", verdicts_json(engine.verdicts()).c_str());
     std::printf("}\n");
     return kOk;
   }
@@ -206,6 +209,12 @@ int cmd_run(int argc, char** argv) {
   std::printf("  first run %.3f ms; %lld timed runs: median %.3f ms, min %.3f ms\n", first_ms,
               static_cast<long long>(repeat), med, best);
   if (stats) std::printf("cache:\n%s", stats_text(engine.stats()).c_str());
+  if (options.verify != VerifyMode::Off) {
+    const std::vector<GroupVerdict> verdicts = engine.verdicts();
+    std::printf("verify (%s): %zu fused groups checked against their ops unfused\n", verify_mode_name(options.verify),
+                verdicts.size());
+    for (const GroupVerdict& v : verdicts) std::printf("  %s\n", v.str().c_str());
+  }
   if (options.profile) {
     std::vector<StepProfile> steps = engine.profile();
     double total = 0;

@@ -55,7 +55,10 @@ const std::string kWarmupUsageText =
     "  --threads N          kernel threads of the engine (default 1)\n" +
     backend_usage(BackendKind::Llvm, true) +
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
-    "                       ~/.cache/fusor); created if missing\n"
+    "                       ~/.cache/fusor); created if missing\n" +
+    std::string(kVerifyHelp) +
+    "                       (on seeded random inputs, once per shape; the verdicts are\n"
+    "                       reported, not stored: a later process checks again)\n"
     "  --json               print the summary as one JSON object: graph, backend, shapes,\n"
     "                       jobs, threads, seconds, kernels_compiled, disk_hits,\n"
     "                       kernel_hits, compile_ms, store_dir, store_entries,\n"
@@ -276,7 +279,7 @@ void prepare_all(Engine& engine, const Graph& graph, const std::vector<WarmShape
 }  // namespace
 
 int cmd_warmup(int argc, char** argv) {
-  std::vector<std::string> valued{"--dim", "--shapes", "--jobs", "--threads", "--backend"};
+  std::vector<std::string> valued{"--dim", "--shapes", "--jobs", "--threads", "--backend", "--verify"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   Args args = Args::parse(argc, argv, 2, valued, {"--json", "--quiet"});
   if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file (a text graph or an ONNX model)"};
@@ -289,6 +292,7 @@ int cmd_warmup(int argc, char** argv) {
                      "--backend llvm (the default)"};
   options.num_threads = int(args.get_int("--threads", 1, 1, 1024));
   apply_cache_flags(args, &options);
+  apply_verify_flag(args, &options);
   const int64_t max_jobs = 1024;
   int64_t jobs = args.get_int("--jobs", int64_t(std::max(1u, std::thread::hardware_concurrency())), 1, max_jobs);
   const bool json = args.has("--json");
@@ -365,6 +369,11 @@ int cmd_warmup(int argc, char** argv) {
   std::printf("  kernels: %llu compiled (%.0f ms of compile time), %llu loaded from the store, %llu shared in memory\n",
               static_cast<unsigned long long>(compiled), after.compile_ms - before.compile_ms,
               static_cast<unsigned long long>(loaded), static_cast<unsigned long long>(shared));
+  if (after.groups_verified)
+    std::printf("  verify: %llu fused groups checked, %llu failed; worst error %.3g of scale (%.3g of its tolerance)\n",
+                static_cast<unsigned long long>(after.groups_verified),
+                static_cast<unsigned long long>(after.groups_failed), after.verify_worst_error,
+                after.verify_worst_ratio);
   std::printf("  store: %s holds %llu kernel%s, %s (%llu bytes)\n", after.disk_dir.c_str(),
               static_cast<unsigned long long>(store_entries), store_entries == 1 ? "" : "s", human_bytes(store_bytes).c_str(),
               static_cast<unsigned long long>(store_bytes));

@@ -33,12 +33,14 @@ void print_help() {
   std::printf("fusor %s: a JIT operator-fusion engine for neural-network inference\n\n", FUSOR_VERSION);
   std::printf("usage: fusor <command> [options]   (fusor <command> --help for details)\n\ncommands:\n");
   for (const Command& c : kCommands) std::printf("  %-10s %s\n", c.name, c.summary);
-  std::printf("\nexit codes: 0 ok, 1 internal error, 2 bad usage, 3 bad input, 4 unavailable\n");
+  std::printf("\nexit codes: 0 ok, 1 internal error, 2 bad usage, 3 bad input, 4 unavailable,\n"
+              "            5 a fused kernel failed --verify strict\n");
 }
 
 int exit_code_for(fusor::ErrorCode code) {
   switch (code) {
     case fusor::ErrorCode::Internal: return fusor::cli::kInternal;
+    case fusor::ErrorCode::NumericsMismatch: return fusor::cli::kMismatch;
     case fusor::ErrorCode::Unsupported:
     case fusor::ErrorCode::DeviceUnavailable:
     case fusor::ErrorCode::CompileFailed: return fusor::cli::kUnavailable;

@@ -1,0 +1,259 @@
+#include "jit/verify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "ir/op_schema.h"
+#include "ir/random.h"
+
+namespace fusor {
+
+namespace {
+
+// Unit roundoff of a floating dtype (0 for integer and bool: those compare exactly).
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::F32: return std::ldexp(1.0, -24);
+    case DType::F16: return std::ldexp(1.0, -11);
+    case DType::BF16: return std::ldexp(1.0, -8);
+    default: return 0;
+  }
+}
+
+// The terms one output element of node n sums (Note [Verify tolerances]); 0 elementwise.
+int64_t terms_of(const Graph& g, const std::vector<TensorType>& types, const Node& n) {
+  auto shape = [&](int i) -> const Shape& { return types[size_t(n.inputs[size_t(i)])].shape; };
+  auto numel_ratio = [&] {
+    const int64_t out = types[size_t(n.outputs[0])].shape.numel();
+    return out > 0 ? shape(0).numel() / out : 0;
+  };
+  auto dims_from = [&](const Shape& s, int64_t axis) {
+    const int64_t rank = s.rank();
+    if (axis < 0) axis += rank;
+    int64_t t = 1;
+    for (int64_t d = std::clamp<int64_t>(axis, 0, rank); d < rank; ++d) t *= s[int(d)];
+    return t;
+  };
+  switch (n.op) {
+    case OpKind::MatMul: return shape(0).rank() ? shape(0)[shape(0).rank() - 1] : 1;
+    case OpKind::Gemm: return shape(0).rank() == 2 ? shape(0)[attr_int(n, "transA") ? 0 : 1] : 1;
+    case OpKind::Conv: return shape(1).rank() && shape(1)[0] ? shape(1).numel() / shape(1)[0] : 1;
+    case OpKind::LayerNormalization: return dims_from(shape(0), attr_int(n, "axis"));
+    case OpKind::Softmax: {
+      const int64_t rank = shape(0).rank();
+      int64_t axis = attr_int(n, "axis");
+      if (axis < 0) axis += rank;
+      return axis >= 0 && axis < rank ? shape(0)[int(axis)] : 1;
+    }
+    case OpKind::ReduceMean:
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+    case OpKind::GlobalAveragePool:
+    case OpKind::AveragePool: return numel_ratio();
+    default: (void)g; return 0;
+  }
+}
+
+// Element i of a host tensor as a double.
+inline double element(const Tensor& t, const float* f, int64_t i) { return f ? double(f[i]) : t.at(i); }
+
+std::string outputs_str(const FusedGraph& f, const FusionGroup& grp) {
+  std::string s;
+  for (ValueId o : grp.outputs) {
+    if (!s.empty()) s += ", ";
+    s += f.graph.value(o).name + ": " + f.types[size_t(o)].str();
+  }
+  return s;
+}
+
+std::string num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+}  // namespace
+
+double verify_tolerance(const FusedGraph& f, size_t group) {
+  const FusionGroup& grp = f.groups[group];
+  double u = 0;
+  for (ValueId o : grp.outputs) u = std::max(u, unit_roundoff(f.types[size_t(o)].dtype));
+  int64_t terms = 0;
+  for (NodeId id : grp.nodes) terms += terms_of(f.graph, f.types, f.graph.node(id));
+  return u * 8.0 * (double(grp.nodes.size()) + std::sqrt(double(terms)));
+}
+
+void compare_output(const Tensor& got, const Tensor& ref, double tolerance, GroupVerdict& v) {
+  FUSOR_ASSERT(got.dtype() == ref.dtype() && got.numel() == ref.numel(), "verify compares ", got.type_str(), " with ",
+               ref.type_str());
+  const int64_t n = ref.numel();
+  if (!is_floating(ref.dtype())) {
+    int64_t unequal = 0;
+    for (int64_t i = 0; i < n; ++i) unequal += got.at(i) != ref.at(i);
+    v.mismatched += unequal;
+    if (unequal) {
+      v.error = std::max(v.error, 1.0);
+      v.passed = false;
+    }
+    return;
+  }
+  const float* gf = got.dtype() == DType::F32 ? static_cast<const float*>(got.raw()) : nullptr;
+  const float* rf = ref.dtype() == DType::F32 ? static_cast<const float*>(ref.raw()) : nullptr;
+  double scale = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = element(ref, rf, i);
+    if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
+  }
+  if (scale == 0) scale = 1;  // an all-zero reference: absolute errors
+  double max_abs = 0, max_rel = 0;
+  int64_t over = 0, nonfinite = 0;
+  const double bound = tolerance * scale;
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = element(ref, rf, i), x = element(got, gf, i);
+    if (std::isnan(r)) continue;  // Note [Verify tolerances]: NaN propagation differs by ISA
+    if (std::isinf(r)) {
+      over += x != r;
+      continue;
+    }
+    if (!std::isfinite(x)) {
+      ++nonfinite;
+      continue;
+    }
+    const double d = std::fabs(x - r);
+    max_abs = std::max(max_abs, d);
+    if (std::fabs(r) >= 1e-3 * scale) max_rel = std::max(max_rel, d / std::fabs(r));
+    over += d > bound;
+  }
+  const double error = max_abs / scale;
+  if (error >= v.error) {
+    v.error = error;
+    v.max_abs = max_abs;
+    v.scale = scale;
+  }
+  v.max_rel = std::max(v.max_rel, max_rel);
+  v.new_nonfinite += nonfinite;
+  v.mismatched += over + nonfinite;
+  if (over || nonfinite) v.passed = false;
+}
+
+std::string GroupVerdict::str() const {
+  std::string s = kernel + ": " + (passed ? "passed" : "FAILED") + ", error " + num(error) + " of scale " + num(scale) +
+                  " (tolerance " + num(tolerance) + "), max abs " + num(max_abs) + ", max rel " + num(max_rel);
+  if (new_nonfinite) s += ", " + std::to_string(new_nonfinite) + " new NaN/Inf";
+  if (mismatched) s += ", " + std::to_string(mismatched) + " elements beyond";
+  if (unfused) s += "; runs unfused from now on";
+  std::string o;
+  for (const std::string& op : ops) o += (o.empty() ? "" : ", ") + op;
+  return s + " [" + pattern + ": " + o + " -> " + outputs + "]";
+}
+
+TensorMap verify_inputs(const Graph& g, const std::vector<TensorType>& types) {
+  TensorMap inputs;
+  for (size_t i = 0; i < types.size(); ++i) {
+    const RandomRecipe r = is_floating(types[i].dtype) ? RandomRecipe::normal(1000 + i, 1.0)
+                                                       : RandomRecipe::uniform(1000 + i, 0.0, 2.0);
+    inputs.emplace(g.value(g.inputs()[i]).name, make_random(types[i].dtype, types[i].shape, r));
+  }
+  return inputs;
+}
+
+VerifyMode parse_verify_mode(const std::string& name) {
+  for (VerifyMode m : {VerifyMode::Off, VerifyMode::Warn, VerifyMode::Strict, VerifyMode::Fallback})
+    if (name == verify_mode_name(m)) return m;
+  fail(ErrorCode::InvalidArgument, "unknown verify mode '", name, "' (off, warn, strict or fallback)");
+}
+
+const char* verify_mode_name(VerifyMode mode) {
+  switch (mode) {
+    case VerifyMode::Off: return "off";
+    case VerifyMode::Warn: return "warn";
+    case VerifyMode::Strict: return "strict";
+    case VerifyMode::Fallback: return "fallback";
+  }
+  return "?";
+}
+
+Verifier::Verifier(VerifyMode mode, double tolerance_scale, std::function<void(const std::string&)> warn)
+    : mode_(mode), scale_(tolerance_scale), warn_(std::move(warn)) {
+  FUSOR_CHECK(std::isfinite(tolerance_scale) && tolerance_scale >= 0, InvalidArgument,
+              "verify_tolerance_scale must be finite and >= 0, not ", tolerance_scale);
+}
+
+bool Verifier::claim(const Plan& plan) const {
+  if (mode_ == VerifyMode::Off || plan.verify_claimed.load(std::memory_order_relaxed)) return false;
+  bool jit = false;
+  for (const Step& st : plan.steps) jit |= st.kernel != nullptr;
+  return jit && !plan.verify_claimed.exchange(true);
+}
+
+void Verifier::execute_checked(const Plan& plan, const std::vector<const Tensor*>& feeds, TensorMap& outputs,
+                               Parallel& parallel, ArenaPool& arenas, StepTimes* times) {
+  const FusedGraph& f = plan.fused;
+  std::vector<GroupVerdict> verdicts;
+  const StepCheck check = [&](const Step& st, std::vector<Tensor>& values) {
+    const FusionGroup& grp = f.groups[size_t(st.group)];
+    GroupVerdict v;
+    v.kernel = st.label;
+    v.pattern = grp.pattern;
+    for (NodeId id : grp.nodes) v.ops.emplace_back(op_name(f.graph.node(id).op));
+    v.outputs = outputs_str(f, grp);
+    v.tolerance = scale_ * verify_tolerance(f, size_t(st.group));
+    std::vector<Tensor> ref = run_group_unfused(f, size_t(st.group), values, parallel);
+    for (size_t i = 0; i < grp.outputs.size(); ++i)
+      compare_output(values[size_t(grp.outputs[i])], ref[i], v.tolerance, v);
+    if (!v.passed && mode_ != VerifyMode::Warn) {
+      // The run carries on with the unfused results, and so do later runs.
+      for (size_t i = 0; i < grp.outputs.size(); ++i) {
+        Tensor& t = values[size_t(grp.outputs[i])];
+        std::memcpy(t.raw(), ref[i].raw(), t.nbytes());
+      }
+      st.unfused.set();
+      v.unfused = true;
+    }
+    verdicts.push_back(std::move(v));
+  };
+  execute_plan(plan, feeds, outputs, parallel, arenas, times, &check);
+  record(verdicts);
+  if (mode_ != VerifyMode::Strict) return;
+  for (const GroupVerdict& v : verdicts)
+    if (!v.passed) fail(ErrorCode::NumericsMismatch, "verify: ", v.str());
+}
+
+void Verifier::record(const std::vector<GroupVerdict>& verdicts) {
+  std::vector<std::string> reports;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const GroupVerdict& v : verdicts) {
+      ++verified_;
+      failed_ += !v.passed;
+      unfused_ += v.unfused;
+      worst_error_ = std::max(worst_error_, v.error);
+      if (v.tolerance > 0) worst_ratio_ = std::max(worst_ratio_, v.error / v.tolerance);
+      else if (!v.passed) worst_ratio_ = INFINITY;
+      if (!v.passed && mode_ != VerifyMode::Strict) reports.push_back("verify: " + v.str());  // Strict throws it
+      recent_.push_back(v);
+      if (recent_.size() > kKept) recent_.pop_front();
+    }
+  }
+  if (warn_)
+    for (const std::string& r : reports) warn_(r);
+}
+
+std::vector<GroupVerdict> Verifier::verdicts() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return {recent_.begin(), recent_.end()};
+}
+
+void Verifier::add_stats(EngineStats& s) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  s.groups_verified += verified_;
+  s.groups_failed += failed_;
+  s.groups_unfused += unfused_;
+  s.verify_worst_error = std::max(s.verify_worst_error, worst_error_);
+  s.verify_worst_ratio = std::max(s.verify_worst_ratio, worst_ratio_);
+}
+
+}  // namespace fusor
