@@ -126,13 +126,23 @@ void compile_kind(benchmark::State& state, const char* case_name, GroupKind kind
 }
 
 // The engine's overhead on a plan-cache hit: a one-op graph on 16 floats, so the time is
-// binding, the key, the lookup and one tiny kernel.
-void dispatch_cache_hit(benchmark::State& state) {
+// binding, the key, the lookup and one tiny kernel: a static one, or an asmjit one with
+// verify off and on (Note [Verify mode]: the check is the first run's, never the hit path's).
+void dispatch_cache_hit(benchmark::State& state, BackendKind backend, VerifyMode verify) {
   GraphBuilder b("tiny");
   b.output(b.relu(b.input("x", DType::F32, {16})));
   Graph g = b.build();
   TensorMap inputs{{"x", make_random(DType::F32, {16}, RandomRecipe::normal(1, 1))}};
-  Engine engine(EngineOptions{.num_threads = 1});
+  EngineOptions o{.backend = backend, .num_threads = 1, .disk_cache = false};
+  o.verify = verify;
+  std::unique_ptr<Engine> e;
+  try {
+    e = std::make_unique<Engine>(o);
+  } catch (const Error& err) {
+    state.SkipWithError(err.what());
+    return;
+  }
+  Engine& engine = *e;
   TensorMap outputs = engine.run(g, inputs);
   for (auto _ : state) {
     engine.run(g, inputs, outputs);
@@ -180,7 +190,13 @@ void first_request(benchmark::State& state, const char* mode) {
 }
 
 void register_all() {
-  benchmark::RegisterBenchmark("dispatch/cache_hit", dispatch_cache_hit)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("dispatch/cache_hit", dispatch_cache_hit, BackendKind::Static, VerifyMode::Off)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("dispatch/cache_hit/asmjit", dispatch_cache_hit, BackendKind::Asmjit, VerifyMode::Off)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("dispatch/cache_hit/asmjit_verify", dispatch_cache_hit, BackendKind::Asmjit,
+                               VerifyMode::Warn)
+      ->Unit(benchmark::kMicrosecond);
   for (int t : {1, 2}) {
     benchmark::RegisterBenchmark(("static_sgemm_128x768x3072/static/t" + std::to_string(t)).c_str(), single_op,
                                  "sgemm", t)

@@ -91,8 +91,26 @@ Tensor Engine::to_device(const Tensor& t) { return impl_->executor->to_device(t)
 Tensor Engine::to_host(const Tensor& t) { return impl_->executor->to_host(t); }
 
 std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool json) {
-  FusedGraph fused = impl_->context.fuser.fuse(graph, input_types_from_dims(graph, dims));
-  return json ? explain_json(fused, dims) : explain_text(fused, dims);
+  const std::vector<TensorType> types = input_types_from_dims(graph, dims);
+  FusedGraph fused = impl_->context.fuser.fuse(graph, types);
+  std::string report = json ? explain_json(fused, dims) : explain_text(fused, dims);
+  if (impl_->context.options.verify == VerifyMode::Off) return report;
+  // Note [Verify mode]: the plan of these dims, checked (on seeded inputs when no run has
+  // checked it yet), and its verdicts beside the groups.
+  prepare(graph, dims);
+  const std::vector<GroupVerdict> verdicts =
+      impl_->executor->plan_verdicts(*impl_->plan(graph, impl_->key(graph, types)));
+  if (json) {
+    std::string list;
+    for (const GroupVerdict& v : verdicts) list += (list.empty() ? "" : ", ") + v.json();
+    const size_t close = report.rfind('}');
+    FUSOR_ASSERT(close != std::string::npos, "explain_json returned no object");
+    return report.substr(0, close) + ", \"verify\": [" + list + "]" + report.substr(close);
+  }
+  report += "verify (" + std::string(verify_mode_name(impl_->context.options.verify)) + "): " +
+            std::to_string(verdicts.size()) + " fused kernels checked against their ops unfused\n";
+  for (const GroupVerdict& v : verdicts) report += "  " + v.str() + "\n";
+  return report;
 }
 
 std::vector<GroupVerdict> Engine::verdicts() const { return impl_->executor->verdicts(); }

@@ -73,7 +73,8 @@ class Engine {
 
   /// The explain report of `graph` at the given dims (every named input dim bound): the
   /// groups, the patterns, the fusions declined and why, kernel counts and bytes. Text, or
-  /// one JSON object when json is set.
+  /// one JSON object when json is set. With EngineOptions::verify, the plan is prepared and
+  /// checked too, and the report ends with each fused kernel's verdict (JSON: "verify").
   std::string explain(const Graph& graph, const DimBindings& dims, bool json = false);
 
   const EngineOptions& options() const;

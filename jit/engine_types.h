@@ -46,8 +46,12 @@ struct GroupVerdict {
   int64_t mismatched = 0;        ///< elements beyond the tolerance (integer and bool outputs: unequal)
   bool passed = true;
   bool unfused = false;          ///< the group runs unfused from then on (VerifyMode Strict, Fallback)
+  bool remembered = false;       ///< a pass an earlier check of the same kernel found (this process's or the
+                                 ///< persistent store's): not run again (Note [Verdicts kept with the kernel])
   /// One line: kernel, verdict, errors and tolerance.
   std::string str() const;
+  /// One JSON object of every field.
+  std::string json() const;
 };
 
 /// Everything that configures an Engine, in one place.
@@ -122,7 +126,9 @@ struct EngineOptions {
   /// Check every fused kernel once, on the first run of each new plan (the caller's inputs;
   /// prepare() and warmup: seeded random ones), against its group's ops run unfused on the
   /// static kernels, and act on a mismatch as the mode says (jit/verify.h, Note [Verify
-  /// mode]). Engine::verdicts() and EngineStats report the checks.
+  /// mode]). A kernel that passed is not checked again: the verdict is kept with it, in
+  /// memory and in the persistent store (Note [Verdicts kept with the kernel]).
+  /// Engine::verdicts(), Engine::explain and EngineStats report the checks.
   VerifyMode verify = VerifyMode::Off;
   /// Multiplies every verify tolerance (Note [Verify tolerances]): below 1 is stricter.
   double verify_tolerance_scale = 1.0;
@@ -157,6 +163,7 @@ struct EngineStats {
   uint64_t groups_verified = 0;   ///< verify: fused groups checked against their unfused ops
   uint64_t groups_failed = 0;     ///< of those, beyond their tolerance or with new NaN/Inf
   uint64_t groups_unfused = 0;    ///< of those, running unfused from then on (Strict, Fallback)
+  uint64_t verify_remembered = 0; ///< of the groups verified, those whose kernel had passed before (not run again)
   double verify_worst_error = 0;  ///< verify: the largest error seen, in units of its output's scale
   double verify_worst_ratio = 0;  ///< verify: the largest error over its tolerance (above 1: a failure)
   std::string disk_dir;           ///< the persistent store's folder ("" when off)

@@ -131,6 +131,8 @@ class Executor {
   virtual void add_stats(EngineStats& s) const = 0;
   /// The most recent verdicts of EngineOptions::verify (Note [Verify mode]), oldest first.
   virtual std::vector<GroupVerdict> verdicts() const { return {}; }
+  /// The verdicts of `plan`'s own check (empty before it ran, or with verify off).
+  virtual std::vector<GroupVerdict> plan_verdicts(const ExecutablePlan&) const { return {}; }
 
  protected:
   explicit Executor(BackendKind kind) : kind_(kind) {}

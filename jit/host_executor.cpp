@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "cache/checksum.h"
 #include "jit/background_plans.h"
 #include "jit/execute.h"
 #include "jit/kernel_source.h"
@@ -23,7 +24,9 @@ class HostExecutor final : public Executor {
         first_tier_(ctx.options.tiering && jit_ && backend != BackendKind::Asmjit ? first_tier(ctx.options) : nullptr),
         kernels_({ctx.options.kernel_cache_bytes, jit_ && jit_->can_load() ? ctx.store() : nullptr, ctx.options.warn}),
         symbolic_(ctx.options.symbolic_dim, ctx.fuser),
-        verifier_(ctx.options.verify, ctx.options.verify_tolerance_scale, ctx.options.warn) {}
+        verifier_(ctx.options.verify, ctx.options.verify_tolerance_scale, ctx.options.warn,
+                  jit_ && jit_->can_load() ? ctx.store() : nullptr,
+                  [this](const CompiledKernel& k) { return verdict_key(k); }) {}
 
   Device device() const override { return Device::Host; }
 
@@ -56,6 +59,11 @@ class HostExecutor final : public Executor {
   }
 
   std::vector<GroupVerdict> verdicts() const override { return verifier_.verdicts(); }
+  std::vector<GroupVerdict> plan_verdicts(const ExecutablePlan& plan) const override {
+    const Plan& p = static_cast<const Plan&>(plan);
+    std::lock_guard<std::mutex> lk(p.verdicts_mu);
+    return p.verdicts;
+  }
 
   void drain() override { background_.drain(); }
 
@@ -77,6 +85,17 @@ class HostExecutor final : public Executor {
       o.warn(std::string("tiering without its first tier (new shapes start on the static kernels): ") + e.what());
       return nullptr;
     }
+  }
+
+  // Kernel k's KernelKey (Note [Kernel key]) as bytes and a checksum of its object: the
+  // verdicts' key (Note [Verdicts kept with the kernel]); empty for a kernel of neither
+  // backend.
+  std::string verdict_key(const CompiledKernel& k) const {
+    for (JitBackend* be : {jit_.get(), first_tier_.get()})
+      if (be && be->name() == k.backend)
+        return KernelKey{k.spec, k.backend, be->target_description(), be->compiler_version()}.serialize() + ":" +
+               std::to_string(checksum64(k.object.data(), k.object.size()));
+    return {};
   }
 
   // The plan of g with its groups on `be`'s exact kernels where it takes them and the

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,9 @@ struct Plan final : ExecutablePlan {
   FusedGraph fused;
   /// Claimed by the one run that checks the plan's kernels (Note [Verify mode]).
   mutable std::atomic<bool> verify_claimed{false};
+  /// That run's verdicts, once it finished (Plan::verdicts_of).
+  mutable std::mutex verdicts_mu;
+  mutable std::vector<GroupVerdict> verdicts;
   std::vector<Step> steps;
   std::vector<int> uses;              ///< per value: reads by steps
   std::vector<char> is_output;        ///< per value

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ir/json.h"
 #include "ir/op_schema.h"
 #include "ir/random.h"
 
@@ -139,12 +140,69 @@ void compare_output(const Tensor& got, const Tensor& ref, double tolerance, Grou
   if (over || nonfinite) v.passed = false;
 }
 
+std::string GroupVerdict::json() const {
+  std::string o;
+  for (const std::string& op : ops) o += (o.empty() ? "" : ", ") + json_string(op);
+  auto b = [](bool x) { return std::string(x ? "true" : "false"); };
+  return "{\"kernel\": " + json_string(kernel) + ", \"pattern\": " + json_string(pattern) + ", \"ops\": [" + o +
+         "], \"outputs\": " + json_string(outputs) + ", \"passed\": " + b(passed) + ", \"error\": " +
+         json_number(error) + ", \"tolerance\": " + json_number(tolerance) + ", \"scale\": " + json_number(scale) +
+         ", \"max_abs\": " + json_number(max_abs) + ", \"max_rel\": " + json_number(max_rel) +
+         ", \"new_nonfinite\": " + std::to_string(new_nonfinite) + ", \"mismatched\": " + std::to_string(mismatched) +
+         ", \"unfused\": " + b(unfused) + ", \"remembered\": " + b(remembered) + "}";
+}
+
+namespace {
+
+// A stored verdict: "FVD1", then error, tolerance, scale, max_abs, max_rel as f64, then
+// new_nonfinite and mismatched as i64, then passed as one byte (little-endian, as written).
+constexpr char kVerdictMagic[4] = {'F', 'V', 'D', '1'};
+constexpr size_t kVerdictBytes = sizeof kVerdictMagic + 5 * sizeof(double) + 2 * sizeof(int64_t) + 1;
+
+}  // namespace
+
+std::vector<uint8_t> encode_verdict(const GroupVerdict& v) {
+  std::vector<uint8_t> out(kVerdictBytes);
+  uint8_t* p = out.data();
+  auto put = [&](const void* src, size_t n) {
+    std::memcpy(p, src, n);
+    p += n;
+  };
+  put(kVerdictMagic, sizeof kVerdictMagic);
+  for (double d : {v.error, v.tolerance, v.scale, v.max_abs, v.max_rel}) put(&d, sizeof d);
+  for (int64_t i : {v.new_nonfinite, v.mismatched}) put(&i, sizeof i);
+  const uint8_t passed = v.passed;
+  put(&passed, 1);
+  return out;
+}
+
+std::optional<GroupVerdict> decode_verdict(std::span<const uint8_t> bytes) {
+  if (bytes.size() != kVerdictBytes || std::memcmp(bytes.data(), kVerdictMagic, sizeof kVerdictMagic) != 0)
+    return std::nullopt;
+  const uint8_t* p = bytes.data() + sizeof kVerdictMagic;
+  auto get = [&](void* dst, size_t n) {
+    std::memcpy(dst, p, n);
+    p += n;
+  };
+  GroupVerdict v;
+  for (double* d : {&v.error, &v.tolerance, &v.scale, &v.max_abs, &v.max_rel}) get(d, sizeof *d);
+  for (int64_t* i : {&v.new_nonfinite, &v.mismatched}) get(i, sizeof *i);
+  uint8_t passed = 0;
+  get(&passed, 1);
+  if (passed > 1) return std::nullopt;
+  v.passed = passed;
+  for (double d : {v.error, v.tolerance, v.scale, v.max_abs, v.max_rel})
+    if (!(d >= 0)) return std::nullopt;  // negative or NaN: not a verdict fusor wrote
+  return v;
+}
+
 std::string GroupVerdict::str() const {
   std::string s = kernel + ": " + (passed ? "passed" : "FAILED") + ", error " + num(error) + " of scale " + num(scale) +
                   " (tolerance " + num(tolerance) + "), max abs " + num(max_abs) + ", max rel " + num(max_rel);
   if (new_nonfinite) s += ", " + std::to_string(new_nonfinite) + " new NaN/Inf";
   if (mismatched) s += ", " + std::to_string(mismatched) + " elements beyond";
   if (unfused) s += "; runs unfused from now on";
+  if (remembered) s += " (remembered: this kernel passed before)";
   std::string o;
   for (const std::string& op : ops) o += (o.empty() ? "" : ", ") + op;
   return s + " [" + pattern + ": " + o + " -> " + outputs + "]";
@@ -176,8 +234,9 @@ const char* verify_mode_name(VerifyMode mode) {
   return "?";
 }
 
-Verifier::Verifier(VerifyMode mode, double tolerance_scale, std::function<void(const std::string&)> warn)
-    : mode_(mode), scale_(tolerance_scale), warn_(std::move(warn)) {
+Verifier::Verifier(VerifyMode mode, double tolerance_scale, std::function<void(const std::string&)> warn,
+                   KernelStore* store, std::function<std::string(const CompiledKernel&)> key_of)
+    : mode_(mode), scale_(tolerance_scale), warn_(std::move(warn)), store_(store), key_of_(std::move(key_of)) {
   FUSOR_CHECK(std::isfinite(tolerance_scale) && tolerance_scale >= 0, InvalidArgument,
               "verify_tolerance_scale must be finite and >= 0, not ", tolerance_scale);
 }
@@ -201,6 +260,18 @@ void Verifier::execute_checked(const Plan& plan, const std::vector<const Tensor*
     for (NodeId id : grp.nodes) v.ops.emplace_back(op_name(f.graph.node(id).op));
     v.outputs = outputs_str(f, grp);
     v.tolerance = scale_ * verify_tolerance(f, size_t(st.group));
+    // Note [Verdicts kept with the kernel]: a kernel that passed before is not run again.
+    std::string key = key_of_ ? key_of_(*st.kernel) : std::string();
+    if (!key.empty()) key = "verdict:" + num(scale_) + ":" + key;
+    if (std::optional<GroupVerdict> known = key.empty() ? std::nullopt : remembered(key)) {
+      v.error = known->error;
+      v.scale = known->scale;
+      v.max_abs = known->max_abs;
+      v.max_rel = known->max_rel;
+      v.remembered = true;
+      verdicts.push_back(std::move(v));
+      return;
+    }
     std::vector<Tensor> ref = run_group_unfused(f, size_t(st.group), values, parallel);
     for (size_t i = 0; i < grp.outputs.size(); ++i)
       compare_output(values[size_t(grp.outputs[i])], ref[i], v.tolerance, v);
@@ -213,21 +284,52 @@ void Verifier::execute_checked(const Plan& plan, const std::vector<const Tensor*
       st.unfused.set();
       v.unfused = true;
     }
+    if (v.passed && !key.empty()) remember(key, v);
     verdicts.push_back(std::move(v));
   };
   execute_plan(plan, feeds, outputs, parallel, arenas, times, &check);
-  record(verdicts);
+  record(plan, verdicts);
   if (mode_ != VerifyMode::Strict) return;
   for (const GroupVerdict& v : verdicts)
     if (!v.passed) fail(ErrorCode::NumericsMismatch, "verify: ", v.str());
 }
 
-void Verifier::record(const std::vector<GroupVerdict>& verdicts) {
+std::optional<GroupVerdict> Verifier::remembered(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = known_.find(key);
+    if (it != known_.end()) return it->second;
+  }
+  if (!store_) return std::nullopt;
+  std::optional<std::vector<uint8_t>> bytes = store_->get(key);
+  std::optional<GroupVerdict> v = bytes ? decode_verdict(*bytes) : std::nullopt;
+  if (!v || !v->passed) return std::nullopt;  // a failure is checked again
+  std::lock_guard<std::mutex> lk(mu_);
+  if (known_.size() >= kKnown) known_.clear();
+  known_.emplace(key, *v);
+  return v;
+}
+
+void Verifier::remember(const std::string& key, const GroupVerdict& v) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (known_.size() >= kKnown) known_.clear();
+    known_[key] = v;
+  }
+  if (store_) store_->put(key, encode_verdict(v));
+}
+
+void Verifier::record(const Plan& plan, const std::vector<GroupVerdict>& verdicts) {
+  {
+    std::lock_guard<std::mutex> lk(plan.verdicts_mu);
+    plan.verdicts = verdicts;
+  }
   std::vector<std::string> reports;
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (const GroupVerdict& v : verdicts) {
       ++verified_;
+      remembered_ += v.remembered;
       failed_ += !v.passed;
       unfused_ += v.unfused;
       worst_error_ = std::max(worst_error_, v.error);
@@ -252,6 +354,7 @@ void Verifier::add_stats(EngineStats& s) const {
   s.groups_verified += verified_;
   s.groups_failed += failed_;
   s.groups_unfused += unfused_;
+  s.verify_remembered += remembered_;
   s.verify_worst_error = std::max(s.verify_worst_error, worst_error_);
   s.verify_worst_ratio = std::max(s.verify_worst_ratio, worst_ratio_);
 }

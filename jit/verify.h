@@ -23,8 +23,24 @@
 //    ops, its outputs, the errors and the tolerance. Later runs are served by the unfused
 //    group, so a caller that retries gets the unfused results, never the failed kernel's.
 // Plans made later (another shape, a background plan replacing a first one) are checked
-// on their own first run. Engine::verdicts() keeps the most recent verdicts;
-// EngineStats counts groups verified, failed and unfused, and the worst error.
+// on their own first run. The claiming run keeps its verdicts in the plan (Engine::explain
+// shows them beside the groups); Engine::verdicts() keeps the most recent ones; EngineStats
+// counts groups verified, failed, unfused and remembered, and the worst error.
+//
+// Note [Verdicts kept with the kernel]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A verdict is a property of a kernel, keyed like it: the KernelKey's bytes (spec, backend,
+// target, compiler, engine version; Note [Kernel key]) under the prefix "verdict:" and the
+// tolerance scale, and a checksum of the kernel's object, so that a pass vouches for the
+// very code that was checked: another object under the same key (a store entry replaced,
+// by a rebuild or by someone else) is checked on its own. A pass is remembered in memory (the twelve identical layers of a BERT
+// encoder share their kernels, so one check serves all twelve) and in the persistent store
+// beside the kernel's object, so a restarted process or another replica sharing the store
+// does not check it again; the remembered verdict is reported with `remembered` set. A
+// failure is never taken on trust: the kernel is checked again wherever it is met, which
+// its fallback needs anyway (the unfused results replace the kernel's in that run). A store
+// entry that does not decode is ignored. Verdicts are stored where the kernels are: the
+// backends that store theirs (llvm), when the engine has a store.
 //
 // Note [Verify tolerances]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -51,9 +67,13 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "cache/kernel_store.h"
 #include "codegen/parallel.h"
 #include "jit/engine_types.h"
 #include "jit/execute.h"
@@ -69,6 +89,10 @@ double verify_tolerance(const FusedGraph& fused, size_t group);
 /// into `v` (its worst output so far is kept), against `tolerance`.
 void compare_output(const Tensor& got, const Tensor& ref, double tolerance, GroupVerdict& v);
 
+/// A verdict's numbers as a store payload, and back (nullopt for bytes that are not one).
+std::vector<uint8_t> encode_verdict(const GroupVerdict& v);
+std::optional<GroupVerdict> decode_verdict(std::span<const uint8_t> bytes);
+
 /// Seeded random inputs of g at `types` (g.inputs() order), what Engine::prepare checks a
 /// plan on: floats N(0, 1), integers 0 or 1 (valid ids, masks and token types), bools.
 TensorMap verify_inputs(const Graph& g, const std::vector<TensorType>& types);
@@ -76,8 +100,10 @@ TensorMap verify_inputs(const Graph& g, const std::vector<TensorType>& types);
 /// An executor's checks (Note [Verify mode]). Thread-safe.
 class Verifier {
  public:
-  /// `warn` receives the failures' reports.
-  Verifier(VerifyMode mode, double tolerance_scale, std::function<void(const std::string&)> warn);
+  /// `warn` receives the failures' reports; `store` (may be null) keeps passes across
+  /// processes under `key_of`'s key of each kernel (empty: not kept).
+  Verifier(VerifyMode mode, double tolerance_scale, std::function<void(const std::string&)> warn,
+           KernelStore* store = nullptr, std::function<std::string(const CompiledKernel&)> key_of = nullptr);
 
   /// Whether this run of `plan` is the one that checks it: verify is on, the plan has JIT
   /// steps and no run claimed it before.
@@ -93,16 +119,24 @@ class Verifier {
   void add_stats(EngineStats& s) const;
 
   static constexpr size_t kKept = 1024;
+  /// Passes remembered in memory (beyond it the memory starts again; the store keeps all).
+  static constexpr size_t kKnown = 4096;
 
  private:
-  void record(const std::vector<GroupVerdict>& verdicts);
+  void record(const Plan& plan, const std::vector<GroupVerdict>& verdicts);
+  // The pass remembered for kernel key `key` (memory, then the store), if any.
+  std::optional<GroupVerdict> remembered(const std::string& key);
+  void remember(const std::string& key, const GroupVerdict& v);
 
   const VerifyMode mode_;
   const double scale_;
   std::function<void(const std::string&)> warn_;
+  KernelStore* const store_;
+  const std::function<std::string(const CompiledKernel&)> key_of_;
   mutable std::mutex mu_;
   std::deque<GroupVerdict> recent_;
-  uint64_t verified_ = 0, failed_ = 0, unfused_ = 0;
+  std::unordered_map<std::string, GroupVerdict> known_;
+  uint64_t verified_ = 0, failed_ = 0, unfused_ = 0, remembered_ = 0;
   double worst_error_ = 0, worst_ratio_ = 0;
 };
 

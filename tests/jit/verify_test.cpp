@@ -14,7 +14,13 @@
 
 #include "ir/text_format.h"
 #include "jit/engine.h"
+#include "cache/disk_store.h"
+#include "cache/kernel_key.h"
+#include "codegen/lower.h"
+#include "jit/executor.h"
 #include "jit/verify.h"
+#include "tests/support/pass_util.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 
 using namespace fusor;
@@ -110,7 +116,7 @@ TEST_CASE("verify passes every kernel of the BERT layer and the ResNet bottlenec
       CHECK(s.groups_failed == 0);
       CHECK(s.groups_unfused == 0);
       CHECK(s.verify_worst_ratio == doctest::Approx(worst));
-      MESSAGE(model.file << " on " << backend_name(backend) << ": " << verdicts.size()
+      MESSAGE(file << " on " << backend_name(backend) << ": " << verdicts.size()
                          << " groups verified, worst error " << s.verify_worst_error << " of scale, "
                          << worst << " of its tolerance");
       // A plan is checked once: later runs of the shape add no verdict.
@@ -387,4 +393,247 @@ TEST_CASE("verify options: modes by name, a bad tolerance scale and backend cuda
   cuda.verify = VerifyMode::Warn;
   CHECK(error_of([&] { Engine e(cuda); }, &msg) == ErrorCode::Unsupported);
   CHECK(msg.find("backend cuda has no verify mode") != std::string::npos);
+}
+
+TEST_CASE("verify remembers a kernel that passed: identical groups share one check") {
+  // Two layers of one shape share their kernel (Note [Kernel key]): the second group's
+  // verdict is the first's, not a second run of the static kernels.
+  const Graph graph = parse_graph(R"(graph two_layers
+input x: f32[T, 64]
+const w1: f32[64, 64] = randn(seed=1, std=0.1)
+const b1: f32[64] = randn(seed=2, std=0.1)
+const w2: f32[64, 64] = randn(seed=3, std=0.1)
+const b2: f32[64] = randn(seed=4, std=0.1)
+m1 = MatMul(x, w1)
+a1 = Add(m1, b1)
+h1 = Relu(a1)
+m2 = MatMul(h1, w2)
+a2 = Add(m2, b2)
+h2 = Relu(a2)
+output h2
+)");
+  for (BackendKind backend : jit_backends()) {
+    CAPTURE(backend_name(backend));
+    EngineOptions o{.backend = backend};
+    o.verify = VerifyMode::Warn;
+    std::unique_ptr<Engine> e = engine_or_skip(o);
+    if (!e) continue;
+    e->run(graph, {{"x", randn({11, 64}, 1)}});
+    const std::vector<GroupVerdict> v = e->verdicts();
+    REQUIRE(v.size() == 2);
+    CHECK(!v[0].remembered);
+    CHECK(v[1].remembered);
+    CHECK(v[1].passed);
+    CHECK(v[1].error == v[0].error);
+    CHECK(v[1].str().find("(remembered: this kernel passed before)") != std::string::npos);
+    CHECK(e->stats().verify_remembered == 1);
+    CHECK(e->stats().groups_verified == 2);
+  }
+}
+
+TEST_CASE("verify keeps passes in the persistent store: a restarted engine checks nothing again") {
+  test::TempDir dir("verify");
+  const Graph graph = parse_graph(kGraph);
+  const TensorMap inputs{{"x", randn({13, 777}, 4)}};
+  EngineOptions o{.backend = BackendKind::Llvm, .num_threads = 2, .cache_dir = dir.path().string()};
+  o.verify = VerifyMode::Warn;
+  size_t checked = 0;
+  {
+    std::unique_ptr<Engine> first;
+    try {
+      first = std::make_unique<Engine>(o);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::DeviceUnavailable) throw;
+      MESSAGE("skipped: " << e.what());
+      return;
+    }
+    first->run(graph, inputs);
+    checked = first->verdicts().size();
+    REQUIRE(checked > 0);
+    CHECK(first->stats().verify_remembered == 0);
+  }
+  Engine second(o);
+  second.run(graph, inputs);
+  const std::vector<GroupVerdict> v = second.verdicts();
+  REQUIRE(v.size() == checked);
+  for (const GroupVerdict& g : v) {
+    INFO(g.str());
+    CHECK(g.remembered);
+    CHECK(g.passed);
+    CHECK(g.error <= g.tolerance);
+  }
+  CHECK(second.stats().verify_remembered == checked);
+  // Another tolerance scale is another verdict: checked again.
+  o.verify_tolerance_scale = 0.5;
+  Engine third(o);
+  third.run(graph, inputs);
+  CHECK(third.stats().verify_remembered == 0);
+}
+
+TEST_CASE("verify's stored verdicts decode only from what encode wrote") {
+  GroupVerdict v;
+  v.error = 1e-6;
+  v.tolerance = 2e-5;
+  v.scale = 3;
+  v.max_abs = 3e-6;
+  v.max_rel = 1e-4;
+  v.new_nonfinite = 0;
+  v.mismatched = 0;
+  std::vector<uint8_t> bytes = encode_verdict(v);
+  std::optional<GroupVerdict> back = decode_verdict(bytes);
+  REQUIRE(back);
+  CHECK(back->passed);
+  CHECK(back->error == v.error);
+  CHECK(back->tolerance == v.tolerance);
+  CHECK(back->scale == v.scale);
+  CHECK(back->max_rel == v.max_rel);
+  // Truncated, extended, another magic, a passed byte that is not 0 or 1, a NaN error.
+  CHECK(!decode_verdict(std::span<const uint8_t>(bytes.data(), bytes.size() - 1)));
+  std::vector<uint8_t> longer = bytes;
+  longer.push_back(0);
+  CHECK(!decode_verdict(longer));
+  std::vector<uint8_t> magic = bytes;
+  magic[0] = 'X';
+  CHECK(!decode_verdict(magic));
+  std::vector<uint8_t> flag = bytes;
+  flag.back() = 7;
+  CHECK(!decode_verdict(flag));
+  GroupVerdict nan = v;
+  nan.error = std::numeric_limits<double>::quiet_NaN();
+  CHECK(!decode_verdict(encode_verdict(nan)));
+  CHECK(!decode_verdict(std::vector<uint8_t>{}));
+}
+
+TEST_CASE("explain with verify reports each fused kernel's verdict, as text and JSON") {
+  const Graph graph = parse_graph(kGraph);
+  EngineOptions o{.backend = BackendKind::Asmjit};
+  o.verify = VerifyMode::Warn;
+  std::unique_ptr<Engine> e = engine_or_skip(o);
+  if (!e) return;
+  const std::string text = e->explain(graph, {{"T", 8}});
+  INFO(text);
+  CHECK(text.find("verify (warn): ") != std::string::npos);
+  CHECK(text.find("fused kernels checked against their ops unfused") != std::string::npos);
+  CHECK(text.find("asmjit contraction") != std::string::npos);
+  CHECK(text.find(": passed, error ") != std::string::npos);
+  const std::string json = e->explain(graph, {{"T", 8}}, true);
+  INFO(json);
+  const size_t at = json.find(", \"verify\": [{\"kernel\": \"asmjit ");
+  REQUIRE(at != std::string::npos);
+  CHECK(json.back() == '}');
+  CHECK(json.find("\"passed\": true", at) != std::string::npos);
+  // Explain alone, verify off, compiles and checks nothing.
+  Engine plain(EngineOptions{.backend = BackendKind::Asmjit, .disk_cache = false});
+  const std::string report = plain.explain(graph, {{"T", 8}});
+  CHECK(report.find("verify (") == std::string::npos);
+  CHECK(report.find("fused kernels checked") == std::string::npos);
+  CHECK(plain.stats().kernels_compiled == 0);
+}
+
+TEST_CASE("verify catches a broken kernel in every mode: a stored object built from a perturbed epilogue constant") {
+  // What verify is for: a kernel that links and runs but computes the wrong thing. Here it
+  // comes from the persistent store, where an object compiled from the spec with its
+  // LeakyRelu slope changed (0.1 -> 0.7) is planted under the true spec's key, its entry
+  // symbol renamed to the true one's: the engine loads it without compiling.
+  const char* text = R"(graph leaky
+input x: f32[T, 96]
+const w: f32[96, 64] = randn(seed=1, std=0.1)
+const b: f32[64] = randn(seed=2, std=0.1)
+m = MatMul(x, w)
+h = Add(m, b)
+y = LeakyRelu(h) {alpha=0.1}
+output y
+)";
+  std::unique_ptr<JitBackend> llvm;
+  try {
+    llvm = make_jit_backend(BackendKind::Llvm);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::DeviceUnavailable) throw;
+    MESSAGE("skipped: " << e.what());
+    return;
+  }
+  const FusedGraph f = test::fuse_text(text, {{"T", 9}});
+  REQUIRE(f.groups.size() == 1);
+  std::string why;
+  std::optional<KernelSpec> spec = lower_group(f, f.groups[0], &why);
+  REQUIRE_MESSAGE(spec, why);
+  KernelSpec bad = *spec;
+  int changed = 0;
+  for (ScalarExpr& e : bad.contraction.epilogue.nodes)
+    if (e.op == ScalarOp::Const && std::fabs(e.value - 0.1) < 1e-6) {
+      e.value = 0.7;
+      ++changed;
+    }
+  REQUIRE(changed == 1);
+  std::string object = llvm->compile(bad)->object;
+  auto symbol = [](const KernelSpec& k) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "fusor_k%016llx", static_cast<unsigned long long>(k.hash()));
+    return std::string(buf);
+  };
+  const std::string from = symbol(bad), to = symbol(*spec);
+  int renamed = 0;
+  for (size_t at = object.find(from); at != std::string::npos; at = object.find(from, at + 1), ++renamed)
+    object.replace(at, from.size(), to);
+  REQUIRE(renamed > 0);
+  const std::string key = KernelKey{*spec, "llvm", llvm->target_description(), llvm->compiler_version()}.serialize();
+
+  const Graph graph = parse_graph(text);
+  const TensorMap inputs{{"x", randn({9, 96}, 5)}};
+  const Tensor want = static_run(graph, inputs).at("y");
+  for (VerifyMode mode : {VerifyMode::Warn, VerifyMode::Fallback, VerifyMode::Strict}) {
+    CAPTURE(verify_mode_name(mode));
+    test::TempDir dir("verify_forged");
+    {
+      // First the genuine kernel, checked and passed: its verdict is in the store too, and
+      // must not vouch for the object planted after it (Note [Verdicts kept with the kernel]).
+      EngineOptions genuine{.backend = BackendKind::Llvm, .num_threads = 2, .cache_dir = dir.path().string()};
+      genuine.verify = VerifyMode::Warn;
+      Engine g(genuine);
+      g.run(graph, inputs);
+      REQUIRE(g.stats().groups_verified == 1);
+      REQUIRE(g.stats().groups_failed == 0);
+    }
+    {
+      DiskStore store = DiskStore::open(DiskStore::Options{.dir = dir.path().string()});
+      REQUIRE(store.put(key, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(object.data()), object.size())));
+    }
+    std::vector<std::string> warnings;
+    EngineOptions o{.backend = BackendKind::Llvm, .num_threads = 2, .cache_dir = dir.path().string()};
+    o.verify = mode;
+    o.warn = [&](const std::string& w) { warnings.push_back(w); };
+    Engine e(o);
+    TensorMap out;
+    std::string msg;
+    if (mode == VerifyMode::Strict)
+      CHECK(error_of([&] { e.run(graph, inputs); }, &msg) == ErrorCode::NumericsMismatch);
+    else
+      out = e.run(graph, inputs);
+    const EngineStats s = e.stats();
+    CHECK(s.disk_hits == 1);  // the planted object served the group
+    CHECK(s.verify_remembered == 0);
+    CHECK(s.kernels_compiled == 0);
+    CHECK(s.groups_failed == 1);
+    REQUIRE(e.verdicts().size() == 1);
+    const GroupVerdict v = e.verdicts()[0];
+    CHECK(!v.passed);
+    CHECK(v.error > 100 * v.tolerance);  // a wrong slope is an error of the output's own size
+    if (mode == VerifyMode::Strict) {
+      CHECK(msg.find("[matmul+add+leakyrelu: MatMul, Add, LeakyRelu -> y: f32[9, 64]]") != std::string::npos);
+      CHECK(warnings.empty());
+      out = e.run(graph, inputs);  // the retry is served unfused
+      CHECK(bitwise_equal(out.at("y"), want));
+      continue;
+    }
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("verify: llvm contraction") == 0);
+    if (mode == VerifyMode::Warn) {
+      CHECK(!bitwise_equal(out.at("y"), want));  // still the broken kernel's
+      CHECK(s.groups_unfused == 0);
+    } else {
+      CHECK(bitwise_equal(out.at("y"), want));  // the unfused group's, from this run on
+      CHECK(bitwise_equal(e.run(graph, inputs).at("y"), want));
+      CHECK(s.groups_unfused == 1);
+    }
+  }
 }

@@ -114,6 +114,13 @@ TEST_SUITE("tools/fusor") {
     r = run_fusor("run " + example("bert_layer") + " --verify loud");
     CHECK(r.code == 2);
     CHECK(has(r.out, "--verify loud: expected warn, strict or fallback"));
+    r = run_fusor("explain " + example("resnet_bottleneck") +
+                  " --dim N=1 --dim H=7 --dim W=7 --backend asmjit --verify warn --json --no-disk-cache");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "\"groups\": ["));
+    CHECK(has(r.out, "\"verify\": [{\"kernel\": \"asmjit contraction conv1_relu1\""));
+    CHECK(run_fusor("explain " + example("resnet_bottleneck") + " --dim N=1 --dim H=7 --dim W=7 --backend asmjit").code == 2);
   }
 
   TEST_CASE("--symbolic-dim runs a new length on symbolic kernels with the same checksum") {

@@ -178,19 +178,9 @@ std::string stats_text(const EngineStats& s) {
 }
 
 std::string verdicts_json(const std::vector<GroupVerdict>& verdicts) {
-  std::string out = "[";
-  for (const GroupVerdict& v : verdicts) {
-    std::string ops;
-    for (const std::string& op : v.ops) ops += (ops.empty() ? "" : ", ") + json_string(op);
-    out += (out.size() > 1 ? ", " : "") + std::string("{\"kernel\": ") + json_string(v.kernel) +
-           ", \"pattern\": " + json_string(v.pattern) + ", \"ops\": [" + ops + "], \"outputs\": " +
-           json_string(v.outputs) + ", \"passed\": " + (v.passed ? "true" : "false") +
-           ", \"error\": " + json_number(v.error) + ", \"tolerance\": " + json_number(v.tolerance) +
-           ", \"scale\": " + json_number(v.scale) + ", \"max_abs\": " + json_number(v.max_abs) +
-           ", \"max_rel\": " + json_number(v.max_rel) + ", \"new_nonfinite\": " + std::to_string(v.new_nonfinite) +
-           ", \"mismatched\": " + std::to_string(v.mismatched) + ", \"unfused\": " + (v.unfused ? "true" : "false") + "}";
-  }
-  return out + "]";
+  std::string out;
+  for (const GroupVerdict& v : verdicts) out += (out.empty() ? "" : ", ") + v.json();
+  return "[" + out + "]";
 }
 
 void apply_verify_flag(const Args& args, EngineOptions* options) {

@@ -57,8 +57,8 @@ const std::string kWarmupUsageText =
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor); created if missing\n" +
     std::string(kVerifyHelp) +
-    "                       (on seeded random inputs, once per shape; the verdicts are\n"
-    "                       reported, not stored: a later process checks again)\n"
+    "                       (on seeded random inputs, once per shape; each kernel that\n"
+    "                       passes is kept as passed in the store: not checked again)\n"
     "  --json               print the summary as one JSON object: graph, backend, shapes,\n"
     "                       jobs, threads, seconds, kernels_compiled, disk_hits,\n"
     "                       kernel_hits, compile_ms, store_dir, store_entries,\n"
