@@ -101,11 +101,9 @@ std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool js
   const std::vector<GroupVerdict> verdicts =
       impl_->executor->plan_verdicts(*impl_->plan(graph, impl_->key(graph, types)));
   if (json) {
-    std::string list;
-    for (const GroupVerdict& v : verdicts) list += (list.empty() ? "" : ", ") + v.json();
     const size_t close = report.rfind('}');
     FUSOR_ASSERT(close != std::string::npos, "explain_json returned no object");
-    return report.substr(0, close) + ", \"verify\": [" + list + "]" + report.substr(close);
+    return report.substr(0, close) + ", \"verify\": " + verdicts_json(verdicts) + report.substr(close);
   }
   report += "verify (" + std::string(verify_mode_name(impl_->context.options.verify)) + "): " +
             std::to_string(verdicts.size()) + " fused kernels checked against their ops unfused\n";

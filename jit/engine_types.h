@@ -54,6 +54,9 @@ struct GroupVerdict {
   std::string json() const;
 };
 
+/// Verdicts as one JSON array of GroupVerdict::json() objects.
+std::string verdicts_json(const std::vector<GroupVerdict>& verdicts);
+
 /// Everything that configures an Engine, in one place.
 struct EngineOptions {
   /// Which code runs the graph's groups (codegen/backends.def). Static: the precompiled

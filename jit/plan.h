@@ -68,7 +68,7 @@ struct Plan final : ExecutablePlan {
   FusedGraph fused;
   /// Claimed by the one run that checks the plan's kernels (Note [Verify mode]).
   mutable std::atomic<bool> verify_claimed{false};
-  /// That run's verdicts, once it finished (Plan::verdicts_of).
+  /// That run's verdicts, once it finished (Executor::plan_verdicts).
   mutable std::mutex verdicts_mu;
   mutable std::vector<GroupVerdict> verdicts;
   std::vector<Step> steps;

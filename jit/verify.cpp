@@ -152,6 +152,12 @@ std::string GroupVerdict::json() const {
          ", \"unfused\": " + b(unfused) + ", \"remembered\": " + b(remembered) + "}";
 }
 
+std::string verdicts_json(const std::vector<GroupVerdict>& verdicts) {
+  std::string out;
+  for (const GroupVerdict& v : verdicts) out += (out.empty() ? "" : ", ") + v.json();
+  return "[" + out + "]";
+}
+
 namespace {
 
 // A stored verdict: "FVD1", then error, tolerance, scale, max_abs, max_rel as f64, then
@@ -242,10 +248,13 @@ Verifier::Verifier(VerifyMode mode, double tolerance_scale, std::function<void(c
 }
 
 bool Verifier::claim(const Plan& plan) const {
-  if (mode_ == VerifyMode::Off || plan.verify_claimed.load(std::memory_order_relaxed)) return false;
-  bool jit = false;
-  for (const Step& st : plan.steps) jit |= st.kernel != nullptr;
-  return jit && !plan.verify_claimed.exchange(true);
+  // Claimed once whatever the plan holds, so that a later run of it costs one load.
+  if (mode_ == VerifyMode::Off || plan.verify_claimed.load(std::memory_order_relaxed) ||
+      plan.verify_claimed.exchange(true))
+    return false;
+  for (const Step& st : plan.steps)
+    if (st.kernel) return true;
+  return false;
 }
 
 void Verifier::execute_checked(const Plan& plan, const std::vector<const Tensor*>& feeds, TensorMap& outputs,

@@ -60,6 +60,13 @@ std::unique_ptr<Engine> engine_or_skip(EngineOptions o) {
   }
 }
 
+// An engine on `backend` with verify = warn, or null with a "skipped" message.
+std::unique_ptr<Engine> verify_engine(BackendKind backend) {
+  EngineOptions o{.backend = backend};
+  o.verify = VerifyMode::Warn;
+  return engine_or_skip(o);
+}
+
 TensorMap static_run(const Graph& g, const TensorMap& inputs) {
   Engine e(EngineOptions{.num_threads = 2, .disk_cache = false});
   return e.run(g, inputs);
@@ -212,9 +219,7 @@ TEST_CASE("verify checks a plan prepare builds, on seeded inputs, and each new s
   const Graph graph = parse_graph(kGraph);
   for (BackendKind backend : jit_backends()) {
     CAPTURE(backend_name(backend));
-    EngineOptions o{.backend = backend};
-    o.verify = VerifyMode::Warn;
-    std::unique_ptr<Engine> e = engine_or_skip(o);
+    std::unique_ptr<Engine> e = verify_engine(backend);
     if (!e) continue;
     e->prepare(graph, {{"T", 5}});
     const size_t after_prepare = e->verdicts().size();
@@ -272,9 +277,7 @@ output s
   for (int i = 128; i < 192; ++i) p[i] = 0.0f;   // row 2: zeros
   for (BackendKind backend : jit_backends()) {
     CAPTURE(backend_name(backend));
-    EngineOptions o{.backend = backend};
-    o.verify = VerifyMode::Warn;
-    std::unique_ptr<Engine> e = engine_or_skip(o);
+    std::unique_ptr<Engine> e = verify_engine(backend);
     if (!e) continue;
     e->run(graph, {{"x", x}});
     REQUIRE(!e->verdicts().empty());
@@ -305,9 +308,7 @@ output r
       const Graph graph = parse_graph(text);
       for (BackendKind backend : jit_backends()) {
         CAPTURE(backend_name(backend));
-        EngineOptions o{.backend = backend};
-        o.verify = VerifyMode::Warn;
-        std::unique_ptr<Engine> e = engine_or_skip(o);
+        std::unique_ptr<Engine> e = verify_engine(backend);
         if (!e) continue;
         const TensorMap out = e->run(graph, {{"x", randn({1, 8, 9, 9}, 6)}});
         for (const GroupVerdict& v : e->verdicts()) CHECK_MESSAGE(v.passed, v.str());
@@ -414,9 +415,7 @@ output h2
 )");
   for (BackendKind backend : jit_backends()) {
     CAPTURE(backend_name(backend));
-    EngineOptions o{.backend = backend};
-    o.verify = VerifyMode::Warn;
-    std::unique_ptr<Engine> e = engine_or_skip(o);
+    std::unique_ptr<Engine> e = verify_engine(backend);
     if (!e) continue;
     e->run(graph, {{"x", randn({11, 64}, 1)}});
     const std::vector<GroupVerdict> v = e->verdicts();

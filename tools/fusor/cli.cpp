@@ -177,12 +177,6 @@ std::string stats_text(const EngineStats& s) {
   return out;
 }
 
-std::string verdicts_json(const std::vector<GroupVerdict>& verdicts) {
-  std::string out;
-  for (const GroupVerdict& v : verdicts) out += (out.empty() ? "" : ", ") + v.json();
-  return "[" + out + "]";
-}
-
 void apply_verify_flag(const Args& args, EngineOptions* options) {
   if (auto mode = args.get("--verify")) {
     try {

@@ -76,8 +76,6 @@ std::string backend_usage(BackendKind fallback, bool jit_only);
 std::string stats_json(const EngineStats& s);
 /// The same as indented text lines.
 std::string stats_text(const EngineStats& s);
-/// EngineOptions::verify's verdicts as a JSON array.
-std::string verdicts_json(const std::vector<GroupVerdict>& verdicts);
 /// --verify MODE (warn, strict, fallback) into options->verify; UsageError for another mode.
 void apply_verify_flag(const Args& args, EngineOptions* options);
 /// The help line of --verify.
