@@ -13,6 +13,7 @@
 #include "bench/ceilings.h"
 #include "codegen/backends.h"
 #include "codegen/lower.h"
+#include "codegen/precision.h"
 #include "ir/builder.h"
 #include "ir/passes/pipeline.h"
 #include "jit/engine.h"
@@ -52,6 +53,14 @@ void run_with(benchmark::State& state, const BenchCase& c, const EngineOptions& 
 void run_case(benchmark::State& state, const BenchCase& c, BackendKind backend, int threads) {
   const bool fuse = backend_info(backend).role != BackendRole::Precompiled;
   run_with(state, c, EngineOptions{.backend = backend, .num_threads = threads, .fuse = fuse, .disk_cache = false});
+}
+
+// A GEMM-bound case on llvm with precision bf16 (Note [bf16 contractions]), named
+// <case>/llvm_bf16/t<threads>; its pct_fma is of the f32 FMA peak (vdpbf16ps's is twice it).
+void bf16_case(benchmark::State& state, const BenchCase& c, int threads) {
+  EngineOptions o{.backend = BackendKind::Llvm, .num_threads = threads, .disk_cache = false};
+  o.precision = Precision::Bf16;
+  run_with(state, c, o);
 }
 
 // Symbolic vs exact kernels (Note [Symbolic kernels]) on a BERT-layer case: the llvm engine
@@ -244,6 +253,15 @@ void register_all() {
         for (bool symbolic : {false, true})
           benchmark::RegisterBenchmark(("symbolic/" + c.name + (symbolic ? "/symbolic" : "/exact") + "/t1").c_str(),
                                        symbolic_case, c, symbolic)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
+  // bf16 variants of the GEMM-bound cases, where llvm computes bf16 on this CPU.
+  if (llvm && !host_bf16().avx512_bf16)
+    benchmark::AddCustomContext("llvm_bf16", "not run: this CPU has no AVX512-BF16 (" + host_bf16().str() + ")");
+  if (llvm && host_bf16().avx512_bf16)
+    for (const BenchCase& c : bench_cases())
+      if (c.name.rfind("matmul_bias", 0) == 0 || c.name.rfind("bert_layer_seq", 0) == 0)
+        for (int t : {1, 2})
+          benchmark::RegisterBenchmark((c.name + "/llvm_bf16/t" + std::to_string(t)).c_str(), bf16_case, c, t)
               ->Unit(benchmark::kMillisecond)->UseRealTime();
   for (const BenchCase& c : bench_cases())
     for (BackendKind backend : backends)

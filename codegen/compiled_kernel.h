@@ -79,6 +79,9 @@ class JitBackend {
   /// Compiles `spec`. Throws Error(Unsupported) when supports() is false, Error(CompileFailed)
   /// with the compiler's message when it rejects the code.
   virtual std::shared_ptr<const CompiledKernel> compile(const KernelSpec& spec) = 0;
+  /// Whether it compiles contractions marked ContractionSpec::bf16 on this CPU (Note [bf16
+  /// contractions], codegen/precision.h).
+  virtual bool computes_bf16() const { return false; }
   /// Whether load() can link a kernel from its stored CompiledKernel::object.
   virtual bool can_load() const { return false; }
   /// The kernel of `spec` from `object` (an equal spec's CompiledKernel::object, made by

@@ -35,7 +35,7 @@ bool ScalarExpr::operator==(const ScalarExpr& o) const {
 
 bool ContractionSpec::operator==(const ContractionSpec& o) const {
   return kind == o.kind && batch == o.batch && m == o.m && n == o.n && k == o.k && a == o.a && b == o.b &&
-         std::memcmp(&conv, &o.conv, sizeof(conv)) == 0 && epilogue == o.epilogue;
+         std::memcmp(&conv, &o.conv, sizeof(conv)) == 0 && epilogue == o.epilogue && bf16 == o.bf16;
 }
 
 namespace {
@@ -140,6 +140,7 @@ void feed(H& h, const KernelSpec& spec) {
       hash_access(h, contraction.b);
       h.bytes(&contraction.conv, sizeof(contraction.conv));
       hash_graph(h, contraction.epilogue);
+      h.u64(contraction.bf16);
       break;
     case KernelKind::Attention:
       hash_ints(h, attention.batch);
@@ -214,6 +215,7 @@ std::string KernelSpec::str() const {
            << " group " << p.group << "\n    X " << access_str(contraction.a) << "\n    W " << access_str(contraction.b)
            << "\n";
       }
+      if (contraction.bf16) os << "    operands bf16, accumulated in f32\n";
       print_graph(os, "epilogue", contraction.epilogue);
       break;
     case KernelKind::Attention:

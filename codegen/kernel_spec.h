@@ -109,6 +109,9 @@ struct ContractionSpec {
   // Conv2d: NCHW input, [M, C/group, kh, kw] weight, output [N, M, oh, ow].
   Conv2dParams conv{};
   ExprGraph epilogue;          ///< index space [batch..., m, n] or [N, M, oh, ow]
+  /// The products read A and B rounded to bfloat16 (round to nearest even) and accumulate
+  /// in f32 (Note [bf16 contractions], codegen/precision.h); the epilogue computes in f32.
+  bool bf16 = false;
   bool operator==(const ContractionSpec& o) const;
 };
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "codegen/index_math.h"
+#include "codegen/precision.h"
 #include "codegen/winograd.h"
 #include "ir/error.h"
 
@@ -32,7 +33,8 @@ int64_t b_columns(const ContractionSpec& c) {
 
 int64_t packed_b_floats(const ContractionSpec& c, int64_t width, PackKind kind) {
   if (kind == PackKind::WinogradWeights) return winograd_weight_floats(c, width);
-  return packed_b_batches(c) * ceil_div(b_columns(c), width) * reduction_length(c) * width;
+  const int64_t rows = kind == PackKind::Bf16Panels ? ceil_div(reduction_length(c), 2) : reduction_length(c);
+  return packed_b_batches(c) * ceil_div(b_columns(c), width) * rows * width;
 }
 
 std::string packed_b_layout(const ContractionSpec& c, int64_t width, PackKind kind) {
@@ -51,6 +53,7 @@ std::string packed_b_layout(const ContractionSpec& c, int64_t width, PackKind ki
 void pack_b(const ContractionSpec& c, int64_t width, const float* b, float* dst, PackKind kind) {
   FUSOR_ASSERT(width > 0, "pack_b: width");
   if (kind == PackKind::WinogradWeights) return pack_winograd_weights(c, width, b, dst);
+  FUSOR_ASSERT(kind == PackKind::Panels || c.kind == ContractionSpec::Kind::Gemm, "pack_b: bf16 panels of a GEMM only");
   const int64_t n = b_columns(c), k = reduction_length(c), blocks = ceil_div(n, width);
   if (c.kind == ContractionSpec::Kind::Conv2d) {
     const Conv2dParams& p = c.conv;
@@ -85,6 +88,18 @@ void pack_b(const ContractionSpec& c, int64_t width, const float* b, float* dst,
     }
     for (int64_t panel = 0; panel < panels; ++panel) {
       const int64_t j0 = panel * nr;
+      if (kind == PackKind::Bf16Panels) {
+        const int64_t k2 = ceil_div(k, 2), valid = std::min(nr, n - j0), sk = c.b.strides[r], sn = c.b.strides[r + 1];
+        const float* src = b + off + j0 * sn;
+        uint32_t* out = reinterpret_cast<uint32_t*>(dst) + (bi * panels + panel) * k2 * nr;
+        for (int64_t q = 0; q < k2; ++q, out += nr)
+          for (int64_t j = 0; j < nr; ++j) {
+            const float lo = j < valid ? src[2 * q * sk + j * sn] : 0.0f;
+            const float hi = j < valid && 2 * q + 1 < k ? src[(2 * q + 1) * sk + j * sn] : 0.0f;
+            out[j] = bf16_pair(lo, hi);
+          }
+        continue;
+      }
       fusor_rt_pack_panel(b + off + j0 * c.b.strides[r + 1], c.b.strides[r], c.b.strides[r + 1], k,
                           std::min(nr, n - j0), nr, dst + (bi * panels + panel) * k * nr);
     }

@@ -14,6 +14,10 @@
 //                 with c over the group's input channels and rows past the group's last
 //                 channel zero: the reduction index runs (kh, kw, c), so for a fixed filter
 //                 tap the kernel reads the image at one (h, w) shift through every channel.
+//   GEMM B, bf16: (PackKind::Bf16Panels, Note [bf16 contractions] in codegen/precision.h)
+//                 [batch_b][panel][ceil(k/2)][NR] 32-bit pairs: element (kk, j) is the
+//                 bf16 of B[kk, j] in the low half of pair (kk/2, j) for even kk, the high
+//                 half for odd kk; columns past the last and the row past an odd k are 0.
 //   Conv panel:   B of a strided convolution, NR output pixels of one output row as
 //                 [kh][kw][c][NR] with zeros where the window leaves the image
 //                 (fusor_rt_pack_conv_tile); unit-stride convolutions read the image itself.
@@ -29,8 +33,9 @@
 namespace fusor {
 
 /// Which layout a packed constant operand has: the micro-kernels' panels (Note [Packed
-/// layouts]), or a Winograd convolution's transformed weights (codegen/winograd.h).
-enum class PackKind : uint8_t { Panels, WinogradWeights };
+/// layouts]), a Winograd convolution's transformed weights (codegen/winograd.h), or a
+/// GEMM B's panels of bf16 pairs (Bf16Panels).
+enum class PackKind : uint8_t { Panels, WinogradWeights, Bf16Panels };
 
 /// Whether a contraction's B operand varies over its batch dims (GEMM only; conv weights
 /// vary over groups, see packed_b_batches).
@@ -42,7 +47,8 @@ int64_t reduction_length(const ContractionSpec& c);
 /// The width the packed operand is split along: n (GEMM B's columns) or M/group (conv
 /// weights' output channels).
 int64_t b_columns(const ContractionSpec& c);
-/// Floats of the spec's B operand packed with `width` (NR of a GEMM, MR of a conv).
+/// Floats (4-byte words: a Bf16Panels pair takes one) of the spec's B operand packed with
+/// `width` (NR of a GEMM, MR of a conv).
 int64_t packed_b_floats(const ContractionSpec& c, int64_t width, PackKind kind = PackKind::Panels);
 /// Packs the contraction's B operand (the buffer c.b.buffer points at, read through c.b:
 /// a GEMM's B or a convolution's weights) into `dst` (packed_b_floats(c, width, kind)

@@ -1,5 +1,6 @@
 #include "jit/engine.h"
 
+#include "ir/json.h"
 #include "ir/passes/explain.h"
 #include "jit/bind_run.h"
 #include "jit/executor.h"
@@ -90,10 +91,30 @@ Tensor Engine::to_device(const Tensor& t) { return impl_->executor->to_device(t)
 
 Tensor Engine::to_host(const Tensor& t) { return impl_->executor->to_host(t); }
 
+namespace {
+
+// Adds "name": value (JSON text) as the last member of the JSON object `object`.
+void add_member(std::string& object, const char* name, const std::string& value) {
+  const size_t close = object.rfind('}');
+  FUSOR_ASSERT(close != std::string::npos, "explain_json returned no object");
+  object = object.substr(0, close) + ", \"" + name + "\": " + value + object.substr(close);
+}
+
+}  // namespace
+
 std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool json) {
   const std::vector<TensorType> types = input_types_from_dims(graph, dims);
   FusedGraph fused = impl_->context.fuser.fuse(graph, types);
   std::string report = json ? explain_json(fused, dims) : explain_text(fused, dims);
+  const Precision precision = impl_->context.options.precision;
+  if (precision != Precision::Fp32) {  // Note [bf16 contractions]: what it gives here, and why
+    const std::string line = impl_->executor->precision_report(precision);
+    if (json) {
+      add_member(report, "precision", json_string(line));
+    } else {
+      report += line + "\n";
+    }
+  }
   if (impl_->context.options.verify == VerifyMode::Off) return report;
   // Note [Verify mode]: the plan of these dims, checked (on seeded inputs when no run has
   // checked it yet), and its verdicts beside the groups.
@@ -101,9 +122,8 @@ std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool js
   const std::vector<GroupVerdict> verdicts =
       impl_->executor->plan_verdicts(*impl_->plan(graph, impl_->key(graph, types)));
   if (json) {
-    const size_t close = report.rfind('}');
-    FUSOR_ASSERT(close != std::string::npos, "explain_json returned no object");
-    return report.substr(0, close) + ", \"verify\": " + verdicts_json(verdicts) + report.substr(close);
+    add_member(report, "verify", verdicts_json(verdicts));
+    return report;
   }
   report += "verify (" + std::string(verify_mode_name(impl_->context.options.verify)) + "): " +
             std::to_string(verdicts.size()) + " fused kernels checked against their ops unfused\n";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/backends.h"
+#include "codegen/precision.h"
 #include "ir/passes/fusion_options.h"
 #include "ir/tensor.h"
 
@@ -135,6 +136,11 @@ struct EngineOptions {
   VerifyMode verify = VerifyMode::Off;
   /// Multiplies every verify tolerance (Note [Verify tolerances]): below 1 is stricter.
   double verify_tolerance_scale = 1.0;
+  /// What contractions compute in (codegen/precision.h, Note [bf16 contractions]): Fp32
+  /// everywhere; Bf16 or Auto: the GEMMs with constant weights read bf16 operands and
+  /// accumulate in f32 where the backend and the CPU can (llvm with AVX512-BF16), f32
+  /// elsewhere, as explain says. Outputs, epilogues and the other kernels stay f32.
+  Precision precision = Precision::Fp32;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };

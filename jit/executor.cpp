@@ -41,6 +41,11 @@ KernelStore* ExecutorContext::store() {
   return store_.get();
 }
 
+std::string Executor::precision_report(Precision asked) const {
+  return std::string("precision fp32 (asked ") + precision_name(asked) + "): backend " + std::string(backend_name(kind_)) +
+         " computes in f32 only";
+}
+
 Tensor Executor::to_device(const Tensor&) {
   fail(ErrorCode::InvalidArgument, "Engine::to_device needs an engine with ", device_backends(), " (this one is ",
        backend_name(kind_), ")");

@@ -133,6 +133,9 @@ class Executor {
   virtual std::vector<GroupVerdict> verdicts() const { return {}; }
   /// The verdicts of `plan`'s own check (empty before it ran, or with verify off).
   virtual std::vector<GroupVerdict> plan_verdicts(const ExecutablePlan&) const { return {}; }
+  /// Why EngineOptions::precision (not Fp32) gives bf16 kernels here, or why it gives f32
+  /// ones: one line for explain (Note [bf16 contractions]).
+  virtual std::string precision_report(Precision asked) const;
 
  protected:
   explicit Executor(BackendKind kind) : kind_(kind) {}

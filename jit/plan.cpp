@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "codegen/lower.h"
+#include "codegen/precision.h"
 #include "jit/arena.h"
 
 namespace fusor {
@@ -102,12 +103,19 @@ void plan_arena(Plan& plan) {
 
 }  // namespace
 
-GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const FusedGraph& f, size_t group) {
+void apply_precision(KernelSpec& spec, Precision precision, const JitBackend& backend) {
+  if (backend.computes_bf16() && wants_bf16(precision)) mark_bf16(spec);
+}
+
+GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const FusedGraph& f, size_t group,
+                         Precision precision) {
   const FusionGroup& grp = f.groups[group];
   if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return {};
   std::string why;
   std::optional<KernelSpec> lowered = lower_group(f, grp, &why);
-  if (!lowered || !backend.supports(*lowered, &why)) return {};
+  if (!lowered) return {};
+  apply_precision(*lowered, precision, backend);
+  if (!backend.supports(*lowered, &why)) return {};
   GroupKernel k;
   k.spec = *lowered;
   k.kernel = source.get(backend, std::move(*lowered));

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "codegen/compiled_kernel.h"
+#include "codegen/precision.h"
 #include "ir/passes/pipeline.h"
 #include "jit/executor.h"
 #include "jit/fuse.h"
@@ -100,7 +101,12 @@ using ChooseKernel = std::function<GroupKernel(const FusedGraph& f, size_t group
 
 /// Group `group`'s exact kernel on `backend` from `source`, or none when the group has no
 /// kernel kind or the backend declines its spec.
-GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const FusedGraph& f, size_t group);
+GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const FusedGraph& f, size_t group,
+                         Precision precision);
+
+/// Marks `spec` bf16 (mark_bf16) when `precision` asks for bf16 and `backend` computes it
+/// here (Note [bf16 contractions]).
+void apply_precision(KernelSpec& spec, Precision precision, const JitBackend& backend);
 
 /// The plan of g at `input_types`: traced and fused by `fuser`, its pass-made constants
 /// interned and packed operands shared through `constants`, each group on the kernel

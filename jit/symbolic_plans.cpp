@@ -33,7 +33,7 @@ std::shared_ptr<const ReferenceSpecs> SymbolicReferences::reference_for(const Gr
 }
 
 GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const ReferenceSpecs& ref, JitBackend& jit,
-                                  JitBackend* fallback, HostKernelSource& source) {
+                                  JitBackend* fallback, HostKernelSource& source, Precision precision) {
   const FusionGroup& grp = f.groups[group];
   if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return {};
   std::optional<KernelSpec> lowered = lower_group(f, grp, nullptr);  // once, for every path below
@@ -41,15 +41,21 @@ GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const Refer
   GroupKernel k;
   if (ref.specs.size() == f.groups.size() && ref.specs[group]) {
     const KernelSpec& other = *ref.specs[group];
-    if (lowered->same_code(other) && jit.supports(*lowered, nullptr)) {
-      k.spec = *lowered;
-      k.kernel = source.get(jit, std::move(*lowered));
-      return k;
+    if (lowered->same_code(other)) {  // (compared as lowered: both f32)
+      KernelSpec spec = *lowered;
+      apply_precision(spec, precision, jit);
+      if (jit.supports(spec, nullptr)) {
+        k.spec = spec;
+        k.kernel = source.get(jit, std::move(spec));
+        return k;
+      }
     }
     std::optional<SymbolicSpec> sym = symbolize(*lowered, other, nullptr);
+    if (sym) apply_precision(sym->spec, precision, jit);
     if (sym && jit.supports(sym->spec, nullptr)) {
       std::shared_ptr<const CompiledKernel> kernel = source.get(jit, std::move(sym->spec));
       if (sym->extent <= kernel->max_extent) {  // (symbolic attention serves lengths up to its scratch)
+        apply_precision(*lowered, precision, jit);
         k.spec = std::move(*lowered);
         k.extent = sym->extent;
         k.kernel = std::move(kernel);
@@ -57,7 +63,9 @@ GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const Refer
       }
     }
   }
-  if (!fallback || !fallback->supports(*lowered, nullptr)) return {};
+  if (!fallback) return {};
+  apply_precision(*lowered, precision, *fallback);
+  if (!fallback->supports(*lowered, nullptr)) return {};
   k.spec = *lowered;
   k.kernel = source.get(*fallback, std::move(*lowered));
   return k;

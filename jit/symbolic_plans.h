@@ -50,8 +50,9 @@ class SymbolicReferences {
 /// Group `group`'s kernel in the first plan of a size of the dim (Note [Symbolic first
 /// plans]): `jit`'s symbolic kernel when the group has a symbolic form, `jit`'s exact kernel
 /// when it does not depend on the dim, else `fallback`'s exact kernel (the first tier) or
-/// none (null fallback: the static kernels).
+/// none (null fallback: the static kernels); in `precision` where each backend computes it
+/// (apply_precision).
 GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const ReferenceSpecs& ref, JitBackend& jit,
-                                  JitBackend* fallback, HostKernelSource& source);
+                                  JitBackend* fallback, HostKernelSource& source, Precision precision);
 
 }  // namespace fusor

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "codegen/precision.h"
 #include "ir/json.h"
 #include "ir/op_schema.h"
 #include "ir/random.h"
@@ -78,13 +79,14 @@ std::string num(double x) {
 
 }  // namespace
 
-double verify_tolerance(const FusedGraph& f, size_t group) {
+double verify_tolerance(const FusedGraph& f, size_t group, const KernelSpec& spec) {
   const FusionGroup& grp = f.groups[group];
   double u = 0;
   for (ValueId o : grp.outputs) u = std::max(u, unit_roundoff(f.types[size_t(o)].dtype));
   int64_t terms = 0;
   for (NodeId id : grp.nodes) terms += terms_of(f.graph, f.types, f.graph.node(id));
-  return u * 8.0 * (double(grp.nodes.size()) + std::sqrt(double(terms)));
+  const bool bf16 = spec.kind == KernelKind::Contraction && spec.contraction.bf16;
+  return u * 8.0 * (double(grp.nodes.size()) + std::sqrt(double(terms))) + (bf16 ? kBf16ContractionTolerance : 0.0);
 }
 
 void compare_output(const Tensor& got, const Tensor& ref, double tolerance, GroupVerdict& v) {
@@ -268,7 +270,7 @@ void Verifier::execute_checked(const Plan& plan, const std::vector<const Tensor*
     v.pattern = grp.pattern;
     for (NodeId id : grp.nodes) v.ops.emplace_back(op_name(f.graph.node(id).op));
     v.outputs = outputs_str(f, grp);
-    v.tolerance = scale_ * verify_tolerance(f, size_t(st.group));
+    v.tolerance = scale_ * verify_tolerance(f, size_t(st.group), st.kernel->spec);
     // Note [Verdicts kept with the kernel]: a kernel that passed before is not run again.
     std::string key = key_of_ ? key_of_(*st.kernel) : std::string();
     if (!key.empty()) key = "verdict:" + num(scale_) + ":" + key;

@@ -62,6 +62,9 @@
 // the output's own size) fails by orders of magnitude. Integer and bool outputs must be
 // equal. Elements where the reference is NaN are not compared (NaN propagation through min
 // and max differs between instruction sets by design); an infinity must be matched.
+// A kernel whose contraction reads bf16 operands (ContractionSpec::bf16) is compared with
+// the f32 ops all the same, and its bound adds kBf16ContractionTolerance (4 * 2^-8 of
+// scale; Note [bf16 contractions], codegen/precision.h).
 #pragma once
 
 #include <cstdint>
@@ -81,9 +84,9 @@
 
 namespace fusor {
 
-/// The tolerance of group `group` of `fused` (Note [Verify tolerances]), before the
-/// option's scale.
-double verify_tolerance(const FusedGraph& fused, size_t group);
+/// The tolerance of group `group` of `fused` run by a kernel of `spec` (Note [Verify
+/// tolerances]), before the option's scale.
+double verify_tolerance(const FusedGraph& fused, size_t group, const KernelSpec& spec);
 
 /// Compares one output of a group: `got` (the kernel's) against `ref` (the unfused ops'),
 /// into `v` (its worst output so far is kept), against `tolerance`.

@@ -98,9 +98,14 @@ class Table:
         keys = [e["key"] for e in self.fusor]
         return "fusor_llvm" if "fusor_llvm" in keys else (keys[0] if keys else None)
 
-    def ratio(self, case: str, t: int, peer_ms: float) -> float:
+    def ratio(self, case: str, t: int, peer_ms: float, low: bool = False) -> float:
+        """fusor llvm's time over peer_ms; with `low` (a peer at reduced precision), fusor's
+        bf16 time where fusor_bench ran that case in bf16 (fusor_llvm_bf16), else llvm's."""
         main = self.fusor_main()
         ms = self.fig.median(case, t, main) if main else float("nan")
+        if low and any(e["key"] == "fusor_llvm_bf16" for e in self.fusor):
+            bf16 = self.fig.median(case, t, "fusor_llvm_bf16")
+            ms = bf16 if bf16 == bf16 else ms
         return ms / peer_ms if peer_ms == peer_ms and peer_ms > 0 else float("nan")
 
 
@@ -151,7 +156,7 @@ def markdown(data: dict) -> str:
         best = tb.best_fp32(case, t)
         cells += [best[0] if best else "—", _ratio_text(tb.ratio(case, t, best[1])) if best else "—"]
         for e in tb.low_peers:
-            cells += [_cell(tb, notes, case, t, e), _ratio_text(tb.ratio(case, t, tb.fig.median(case, t, e["key"])))]
+            cells += [_cell(tb, notes, case, t, e), _ratio_text(tb.ratio(case, t, tb.fig.median(case, t, e["key"]), low=True))]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out.append("fusor / peer below 1.00× means fusor is faster.")
@@ -248,7 +253,7 @@ def plot(data: dict, path: str) -> bool:
                 xs.append(x)
                 ys.append(r)
             for e in tb.low_peers:
-                rl = tb.ratio(c, t, tb.fig.median(c, t, e["key"]))
+                rl = tb.ratio(c, t, tb.fig.median(c, t, e["key"]), low=True)
                 if rl == rl:
                     low_xs.append(x)
                     low_ys.append(rl)

@@ -264,7 +264,9 @@ class Session:
         args = self.args
         os.makedirs(args.out_dir, exist_ok=True)
         for backend in args.fusor_backends:
-            self.data["engines"].append({"key": f"fusor_{backend}", "label": f"fusor {backend}", "fp32": True, "side": "fusor"})
+            # (llvm_bf16: fusor_bench's precision=bf16 cases, compared with the peers' defaults)
+            fp32 = not backend.endswith("_bf16")
+            self.data["engines"].append({"key": f"fusor_{backend}", "label": f"fusor {backend}", "fp32": fp32, "side": "fusor"})
         peers = self.probe_peers()
         selected = [c.name for c in cases.bench_cases() if re.search(args.cases, c.name)]
         if not selected:
@@ -380,7 +382,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--gelu", default="native", choices=["native", "erf"], help="how the ONNX models write Gelu")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 3 repetitions, 1 round, short repetitions")
     ap.add_argument("--fusor-bench", default=os.path.join(root, "build", "bench", "fusor_bench"))
-    ap.add_argument("--fusor-backends", default="llvm,static", help="fusor backends to run, comma-separated")
+    ap.add_argument("--fusor-backends", default="llvm,static",
+                    help="fusor backends to run, comma-separated (llvm_bf16: llvm at precision bf16)")
     ap.add_argument("--no-first-run", action="store_true", help="skip the never-seen-length measurements")
     ap.add_argument("--first-run-seqs", default="77,128", help="sequence lengths for the first-run measurement")
     ap.add_argument("--first-run-trials", type=int, default=3)

@@ -11,6 +11,7 @@
 #include "codegen/llvm/emit_tile.h"
 #include "codegen/llvm/emit_winograd.h"
 #include "codegen/packing.h"
+#include "codegen/precision.h"
 #include "codegen/winograd.h"
 #include "ir/error.h"
 
@@ -56,6 +57,13 @@ namespace fusor {
 // BERT layer at one thread, three interleaved rounds (fusor run --repeat 30, medians):
 // seq 16 2.87-2.95 -> 2.22-2.46 ms, seq 64 9.7-10.7 -> 7.8-9.3 ms; at seq 128 the same
 // change cost 10%, so more rows keep the near prefetch into L1.
+//
+// bf16 (ContractionSpec::bf16, Note [bf16 contractions] in codegen/precision.h): a GEMM whose
+// constant B is packed as pairs of k (PackKind::Bf16Panels). Each tile's A rows are first
+// converted to pairs on the stack (fusor_rt_pack_a_bf16: once per tile and panel, 1/64 of the
+// products' instructions at NV = 4), and the micro-kernel's steps are pairs of k: NV vector
+// loads of B, one broadcast pair per row and MR*NV vdpbf16ps. Tiles, panels and tasks are
+// chosen as for f32.
 //
 // Floating point: each output is Σ over kk in order (tap by tap for a conv), with FMA: a
 // different order than OpenBLAS's, so results differ from the static backend by rounding
@@ -219,6 +227,11 @@ bool check(const KernelSpec& spec, std::string* why) {
   // Stack scratch for the widest panel (AVX-512: NR <= 64) a kernel packs itself.
   const bool kernel_packs = f->conv ? !f->direct : !(weights_const && f->b_buf == c.b.buffer);
   if (kernel_packs && f->k * 64 * 4 > kScratchBytes) return no("k too long for a stack panel");
+  if (c.bf16) {
+    std::string w;
+    if (!bf16_applies(spec, &w)) return no("bf16 operands on " + w);
+    if (14 * ceil_div(f->k, 2) * 4 > kScratchBytes) return no("k too long for a bf16 block of A on the stack");
+  }
   return true;
 }
 
@@ -233,7 +246,7 @@ std::string ContractionTiling::str() const {
   else
     os << " tasks=" << tasks();
   os
-     << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "")
+     << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "") << (bf16 ? " bf16" : "")
      << (conv_rows ? (winograd ? " conv-winograd-2x2" : direct ? (flat ? " conv-direct-flat" : " conv-direct") : " conv-packed") : "");
   return os.str();
 }
@@ -248,6 +261,7 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   ContractionTiling t;
   t.vl = vector_floats;
   t.conv_rows = f->conv;
+  t.bf16 = c.bf16;
   t.direct = f->direct;
   t.flat = f->flat;
   // The spec's B (GEMM B, conv weights) is packed by the runtime when constant; a 1x1 conv's
@@ -352,6 +366,8 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     return emit_winograd_ir(spec, symbol, t, ops);
   }
   const int64_t mr = t.mr, nr = t.nr, kk = f.k;
+  // Steps of the micro-kernel: k, or its pairs in bf16 (Note [bf16 contractions]).
+  const int64_t ksteps = c.bf16 ? ceil_div(kk, 2) : kk;
   const ExprGraph& epi = c.epilogue;
   std::ostringstream os;
   os << spec_comment(spec) << "; " << t.str() << "\n\n";
@@ -368,8 +384,9 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     br.image_row_stride = f.sy;
     br.flat = f.flat;
   } else {
-    br.ks = kk;
+    br.ks = ksteps;
     br.step = nr;
+    br.bf16 = c.bf16;
     if (t.prepack) {
       const bool far = !spec.symbolic && f.m <= kFarPrefetchRows;
       br.prefetch_floats = far ? 2 * kPrefetchFloats : kPrefetchFloats;
@@ -378,7 +395,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   }
   std::vector<TileAccess> epi_strides;
   for (const EpiAccess& a : f.epi) epi_strides.push_back({a.row, a.col});
-  os << emit_microkernel(mk, TileShape{t.vl, mr, t.nv, nr}, br, f.conv ? mr : f.a_k) << "\n"
+  os << emit_microkernel(mk, TileShape{t.vl, mr, t.nv, nr}, br, f.conv ? mr : c.bf16 ? 1 : f.a_k) << "\n"
      << emit_tile_epilogue(ep, epi, epi_strides, nr, 0) << "\n";
   if (f.conv && !f.direct) {
     os << "@" << symbol << ".geo = private unnamed_addr constant [" << kGeoCount << " x i64] [";
@@ -394,6 +411,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   e.line("%tile = alloca float, i64 " + i64(mr * nr) + ", align 64");
   const bool kernel_packs_b = f.conv ? !f.direct : !(t.prepack);
   if (kernel_packs_b) e.line("%bpack = alloca float, i64 " + i64(kk * nr) + ", align 64");
+  if (c.bf16) e.line("%apack = alloca i32, i64 " + i64(mr * ksteps) + ", align 64");
   // The run's m and its tile and chunk counts: compiled in, or from the run-time extent.
   std::string m_s = i64(f.m), m_last = i64(f.m - 1), m_tiles = i64(t.m_tiles), m_chunks = i64(t.m_chunks);
   if (t.symbolic) {
@@ -428,7 +446,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   // The packed operand (Note [Packed layouts]): conv weights per group, GEMM B per batch.
   std::string packed;
   if (t.prepack) {
-    const int64_t block = f.conv ? t.m_tiles * kk * mr : t.panels * kk * nr;
+    const int64_t block = f.conv ? t.m_tiles * kk * mr : t.panels * ksteps * nr;
     std::string which = f.conv ? bidx[1] : packed_b_batches(c) == 1 ? "0" : bflat;
     std::string off = tk.op("mul i64 " + which + ", " + i64(block));
     packed = tk.op("getelementptr inbounds float, ptr " + base[size_t(c.b.buffer)] + ", i64 " + off);
@@ -492,7 +510,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     pn.col0 = ir.op("mul i64 " + pv + ", " + i64(nr));
     pn.cols = clamp(ir.op("sub i64 " + i64(f.n) + ", " + pn.col0));
     if (t.prepack) {
-      std::string off = ir.op("mul i64 " + pv + ", " + i64(kk * nr));
+      std::string off = ir.op("mul i64 " + pv + ", " + i64(ksteps * nr));
       pn.b_args = "ptr " + ir.op("getelementptr inbounds float, ptr " + b_b + ", i64 " + off);
     } else {
       std::string off = ir.op("mul i64 " + pn.col0 + ", " + i64(f.b_n));
@@ -518,6 +536,14 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
       // Packed weights: the tile's [kh][kw][c][mr] block (rows past the edge are zeros).
       std::string blk = ir.op("getelementptr inbounds float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tv + ", " + i64(kk * mr)));
       for (int64_t i = 0; i < mr; ++i) tl.a.push_back(ir.op("getelementptr inbounds float, ptr " + blk + ", i64 " + i64(i)));
+      return tl;
+    }
+    if (c.bf16) {
+      // The tile's rows as bf16 pairs (rows past the edge: zeros, never stored).
+      std::string src = ir.op("getelementptr float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tl.row0 + ", " + i64(f.a_row)));
+      ir.line("call void @fusor_rt_pack_a_bf16(ptr " + src + ", i64 " + i64(f.a_row) + ", i64 " + i64(f.a_k) + ", i64 " +
+              tl.rows + ", i64 " + i64(kk) + ", i64 " + i64(mr) + ", ptr %apack)");
+      for (int64_t i = 0; i < mr; ++i) tl.a.push_back(ir.op("getelementptr inbounds i32, ptr %apack, i64 " + i64(i * ksteps)));
       return tl;
     }
     for (int64_t i = 0; i < mr; ++i) {
@@ -575,6 +601,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   os << kDeclarations << fma_declarations(t.vl)
      << "declare void @fusor_rt_pack_panel(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_conv_tile(ptr, ptr, i64, i64, i64, i64, ptr)\n"
+     << "declare void @fusor_rt_pack_a_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
   return os.str();
 }

@@ -25,6 +25,7 @@ struct ContractionTiling {
   /// Winograd F(2x2, 3x3) (emit_winograd.h): panels of NR output tiles; the packed weights
   /// are transformed (PackKind::WinogradWeights, width mr).
   bool winograd = false;
+  bool bf16 = false;            ///< operands in bf16, k in pairs (ContractionSpec::bf16)
   bool prepack = false;         ///< the spec's B (GEMM B, conv weights) is constant and packed
                                 ///< once by the runtime (codegen/packing.h)
   bool panel_outer = true;      ///< inside a task: panels outer, tiles inner (else the reverse)
@@ -65,6 +66,8 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
 /// The width of the packed layout (codegen/packing.h): NR for a GEMM's B, MR for conv weights.
 inline int64_t prepack_width(const ContractionTiling& t) { return t.conv_rows ? t.mr : t.nr; }
 /// The kind of the packed layout.
-inline PackKind prepack_kind(const ContractionTiling& t) { return t.winograd ? PackKind::WinogradWeights : PackKind::Panels; }
+inline PackKind prepack_kind(const ContractionTiling& t) {
+  return t.winograd ? PackKind::WinogradWeights : t.bf16 ? PackKind::Bf16Panels : PackKind::Panels;
+}
 
 }  // namespace fusor

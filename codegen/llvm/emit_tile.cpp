@@ -20,6 +20,7 @@ std::string i64(int64_t v) { return std::to_string(v); }
 // `ptr %img, i64 %iy0, i64 %ix0` (the tap (ky, kx) reads the image at row iy0 + ky * dil_h,
 // columns ix0 + kx * dil_w + lane, channel kk; lanes outside the image read as 0).
 std::string emit_microkernel(const std::string& name, const TileShape& t, const BRead& br, int64_t astep) {
+  FUSOR_ASSERT(!br.bf16 || (t.vl == 16 && !br.masked_image), "bf16 micro-kernels read a packed B with AVX-512");
   // Where the entry block's values (seg_prefix, known once B's reads are set up) go.
   static constexpr const char* kEntryValues = "  ;entry-values\n";
   const std::string vt = vec_type(t.vl);
@@ -144,7 +145,7 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
                          mask[size_t(v)] + ", " + vt + " zeroinitializer)"));
     } else {
       std::string p = kb.op("getelementptr inbounds float, ptr " + bs + ", i64 " + o);
-      bv.push_back(kb.op("load " + vt + ", ptr " + p + ", align 4"));
+      bv.push_back(kb.op("load " + std::string(br.bf16 ? "<32 x bfloat>" : vt) + ", ptr " + p + ", align 4"));
       if (br.prefetch_floats > 0) {
         std::string pf = kb.op("getelementptr float, ptr " + p + ", i64 " + i64(br.prefetch_floats));
         // (LLVM's locality 3 is prefetcht0, 2 prefetcht1.)
@@ -153,15 +154,28 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
     }
   }
   std::string ka = astep == 1 ? "%kk" : kb.op("mul i64 %kk, " + i64(astep));
+  // bf16: each A element is a pair of bf16 broadcast to the 16 lanes, B's vectors 32 bf16.
+  // (LLVM 16's VectorCombine recurses forever on a bitcast of an i32 splat to bfloat, so
+  // the pair is loaded as <2 x bfloat> and shuffled.)
+  std::string pair_mask = "<";
+  for (int64_t l = 0; l < 32; ++l) pair_mask += (l ? ", i32 " : "i32 ") + i64(l % 2);
+  pair_mask += ">";
   for (int64_t i = 0; i < t.mr; ++i) {
     std::string p = kb.op("getelementptr inbounds float, ptr " + ap[size_t(i)] + ", i64 " + ka);
-    std::string x = kb.op("load float, ptr " + p + ", align 4");
-    std::string ins = kb.op("insertelement " + vt + " poison, float " + x + ", i64 0");
-    std::string splat = kb.op("shufflevector " + vt + " " + ins + ", " + vt + " poison, <" + i64(t.vl) +
-                              " x i32> zeroinitializer");
+    std::string splat;
+    if (br.bf16) {
+      std::string x = kb.op("load <2 x bfloat>, ptr " + p + ", align 4");
+      splat = kb.op("shufflevector <2 x bfloat> " + x + ", <2 x bfloat> poison, <32 x i32> " + pair_mask);
+    } else {
+      std::string x = kb.op("load float, ptr " + p + ", align 4");
+      std::string ins = kb.op("insertelement " + vt + " poison, float " + x + ", i64 0");
+      splat = kb.op("shufflevector " + vt + " " + ins + ", " + vt + " poison, <" + i64(t.vl) + " x i32> zeroinitializer");
+    }
     for (int64_t v = 0; v < t.nv; ++v)
-      kb.line(acc(i, v, "n") + " = call " + vt + " @llvm.fma.v" + i64(t.vl) + "f32(" + vt + " " + splat + ", " + vt +
-              " " + bv[size_t(v)] + ", " + vt + " " + acc(i, v, "k") + ")");
+      kb.line(acc(i, v, "n") + (br.bf16 ? " = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> " +
+                                              acc(i, v, "k") + ", <32 x bfloat> " + splat + ", <32 x bfloat> " + bv[size_t(v)] + ")"
+                                        : " = call " + vt + " @llvm.fma.v" + i64(t.vl) + "f32(" + vt + " " + splat +
+                                              ", " + vt + " " + bv[size_t(v)] + ", " + vt + " " + acc(i, v, "k") + ")"));
   }
   os << kb.text() << "  %kk.next = add nuw nsw i64 %kk, 1\n  %kdone = icmp eq i64 %kk.next, "
      << (br.runtime_ks ? std::string("%ks") : i64(br.ks))
@@ -239,7 +253,8 @@ std::string fma_declarations(int64_t vl) {
   const std::string vt = vec_type(vl);
   return "declare " + vt + " @llvm.fma.v" + i64(vl) + "f32(" + vt + ", " + vt + ", " + vt + ")\n" + "declare " + vt +
          " @llvm.masked.load.v" + i64(vl) + "f32.p0(ptr, i32, <" + i64(vl) + " x i1>, " + vt + ")\n" +
-         "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)\n";
+         "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)\n" +
+         (vl == 16 ? "declare <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float>, <32 x bfloat>, <32 x bfloat>)\n" : "");
 }
 
 }  // namespace fusor::llvm_ir

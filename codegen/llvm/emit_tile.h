@@ -38,6 +38,10 @@ struct BRead {
   /// The steps are a run-time count: the micro-kernel takes a trailing `i64 %ks` (one
   /// segment only; ks is then ignored). Symbolic attention's P·V, over the run's keys.
   bool runtime_ks = false;
+  /// Each step is a pair of k in bf16 (Note [bf16 contractions], codegen/precision.h): B's
+  /// vectors hold VL 32-bit pairs, each A element is a pair broadcast, and one vdpbf16ps per
+  /// accumulator adds both products. AVX-512 (VL 16) and a packed B only.
+  bool bf16 = false;
 };
 
 /// "<16 x float>".
@@ -74,7 +78,8 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& g, cons
 void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_t(int64_t nr)>& panels, TileShape* t,
                  int64_t fixed_nv = 0);
 
-/// The declarations the micro-kernels need (llvm.fma and llvm.masked.load at width vl).
+/// The declarations the micro-kernels need (llvm.fma and llvm.masked.load at width vl, and
+/// the AVX512-BF16 dot product).
 std::string fma_declarations(int64_t vl);
 
 }  // namespace fusor::llvm_ir

@@ -21,6 +21,7 @@ struct LlvmBackend::Impl {
   Options options;
   std::unique_ptr<LlvmJit> jit;
   int64_t vector_floats = 8;  // floats per vector register: 16 with AVX-512, else 8 (AVX2)
+  bool bf16 = false;          // the target has AVX512-BF16 (ContractionSpec::bf16)
 };
 
 LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -37,7 +38,15 @@ bool llvm_supports(const KernelSpec& spec, std::string* why) {
   return false;
 }
 
-bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const { return llvm_supports(spec, why); }
+bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const {
+  if (spec.kind == KernelKind::Contraction && spec.contraction.bf16 && !impl_->bf16) {
+    if (why) *why = "bf16 operands on a target without AVX512-BF16";
+    return false;
+  }
+  return llvm_supports(spec, why);
+}
+
+bool LlvmBackend::computes_bf16() const { return impl_->bf16; }
 
 std::string LlvmBackend::target_description() const { return impl_->jit->target_description(); }
 
@@ -71,7 +80,7 @@ void adopt(CompiledKernel& kernel, LlvmJit::CompiledFunction function) {
 // the module.
 std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const {
   std::string why;
-  if (!llvm_supports(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
+  if (!supports(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
   const std::string symbol = kernel_symbol(spec);
   kernel.spec = spec;
   kernel.backend = "llvm";
@@ -164,6 +173,7 @@ std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
   impl->jit = LlvmJit::create();  // throws DeviceUnavailable with the reason
   const std::string target = impl->jit->target_description() + ",";
   if (target.find("+avx512f,") != std::string::npos) impl->vector_floats = 16;
+  impl->bf16 = impl->vector_floats == 16 && target.find("+avx512bf16,") != std::string::npos;
   return std::unique_ptr<LlvmBackend>(new LlvmBackend(std::move(impl)));
 }
 

@@ -43,6 +43,8 @@ class LlvmBackend final : public JitBackend {
   /// when a dump cannot be written.
   std::shared_ptr<const CompiledKernel> compile(const KernelSpec& spec) override;
   bool can_load() const override { return true; }
+  /// True on a CPU with AVX512-BF16 (Note [bf16 contractions]).
+  bool computes_bf16() const override;
   /// The kernel of `spec` from `object` (a CompiledKernel::object of an equal spec
   /// compiled by this LLVM version for this target, e.g. from the disk store), linked
   /// without compiling. Throws Error(Unsupported) as compile() does, Error(CompileFailed)

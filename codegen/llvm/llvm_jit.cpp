@@ -3,6 +3,7 @@
 #include "codegen/llvm/llvm_jit.h"
 
 #include "codegen/packing.h"
+#include "codegen/precision.h"
 #include "codegen/winograd.h"
 
 #include <algorithm>
@@ -183,6 +184,7 @@ std::unique_ptr<LlvmJit> LlvmJit::create() {
         llvm::pointerToJITTargetAddress(address), llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
   };
   add("fusor_rt_pack_panel", reinterpret_cast<void*>(&fusor_rt_pack_panel));
+  add("fusor_rt_pack_a_bf16", reinterpret_cast<void*>(&fusor_rt_pack_a_bf16));
   add("fusor_rt_pack_conv_tile", reinterpret_cast<void*>(&fusor_rt_pack_conv_tile));
   add("fusor_rt_winograd_input", reinterpret_cast<void*>(&fusor_rt_winograd_input));
   if (llvm::Error err = process_dylib.define(llvm::orc::absoluteSymbols(std::move(runtime)))) {

@@ -56,7 +56,8 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
 }
 
 Checked check_groups(JitBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, GroupKind kind,
-                     const std::function<Tol(const KernelSpec&)>& tol) {
+                     const std::function<Tol(const KernelSpec&)>& tol,
+                     const std::function<void(KernelSpec&)>& prepare) {
   std::vector<Tensor> values = run_all_static(f, inputs, pool());
   Checked c;
   for (const FusionGroup& grp : f.groups) {
@@ -64,6 +65,7 @@ Checked check_groups(JitBackend& be, const FusedGraph& f, const std::map<std::st
     std::string why;
     std::optional<KernelSpec> spec = lower_group(f, grp, &why);
     REQUIRE_MESSAGE(spec, "not lowered: ", why);
+    if (prepare) prepare(*spec);
     INFO(spec->str());
     REQUIRE_MESSAGE(be.supports(*spec, &why), why);
     std::shared_ptr<const CompiledKernel> k = be.compile(*spec);

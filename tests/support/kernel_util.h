@@ -47,8 +47,10 @@ struct Checked {
 
 /// Lowers every group of `kind` in f, compiles it with `be`, runs it serially and split over
 /// pool() (the two must agree exactly) and compares its outputs with the static run of f on
-/// `inputs` and with the interpreter, with the tolerance tol(spec) gives.
+/// `inputs` and with the interpreter, with the tolerance tol(spec) gives. `prepare`, when
+/// set, changes each lowered spec before it is compiled (e.g. mark_bf16).
 Checked check_groups(JitBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, GroupKind kind,
-                     const std::function<Tol(const KernelSpec&)>& tol);
+                     const std::function<Tol(const KernelSpec&)>& tol,
+                     const std::function<void(KernelSpec&)>& prepare = {});
 
 }  // namespace fusor::test

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "codegen/precision.h"
 #include "ir/error.h"
 
 namespace fusor::test {
@@ -116,6 +117,8 @@ void interpret(const KernelSpec& spec, std::vector<Tensor>& buffers) {
       const ContractionSpec& k = spec.contraction;
       auto at = [&](const StridedAccess& a, const std::vector<int64_t>& idx) { return buffers[size_t(a.buffer)].at(element(a, idx)); };
       if (k.kind == ContractionSpec::Kind::Gemm) {
+        // bf16 operands (Note [bf16 contractions]): each rounded as the kernels round it.
+        auto operand = [&](double v) { return k.bf16 ? double(from_bf16(to_bf16(float(v)))) : v; };
         std::vector<int64_t> space = cat(k.batch, {k.m, k.n});
         for_each_index(space, [&](const std::vector<int64_t>& idx) {
           std::vector<int64_t> ia = idx, ib = idx;
@@ -123,7 +126,7 @@ void interpret(const KernelSpec& spec, std::vector<Tensor>& buffers) {
           for (int64_t kk = 0; kk < k.k; ++kk) {
             ia[ia.size() - 1] = kk;
             ib[ib.size() - 2] = kk;
-            s += at(k.a, ia) * at(k.b, ib);
+            s += operand(at(k.a, ia)) * operand(at(k.b, ib));
           }
           c.acc = s;
           eval(k.epilogue, idx, c);

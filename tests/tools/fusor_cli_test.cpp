@@ -123,6 +123,28 @@ TEST_SUITE("tools/fusor") {
     CHECK(run_fusor("explain " + example("resnet_bottleneck") + " --dim N=1 --dim H=7 --dim W=7 --backend asmjit").code == 2);
   }
 
+  TEST_CASE("--precision sets the engine's precision, explain says what it gives, bad names are usage errors") {
+    Result r = run_fusor("explain " + example("bert_layer") + " --dim B=1 --dim T=9 --precision bf16 --backend asmjit");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "precision fp32 (asked bf16): backend asmjit computes in f32 only"));
+    r = run_fusor("explain " + example("bert_layer") + " --dim B=1 --dim T=9 --precision auto --json --backend static");
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "\"precision\": \"precision fp32 (asked auto): backend static computes in f32 only\""));
+    // A run in bf16 (f32 where llvm or AVX512-BF16 is missing) has the f32 run's output type.
+    r = run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=9 --backend llvm --precision bf16 --no-disk-cache");
+    if (r.code != 4) {
+      CHECK(r.code == 0);
+      CHECK(has(r.out, "output y            f32[1, 9, 768]"));
+    }
+    for (const char* cmd : {"run", "warmup", "explain"}) {
+      r = run_fusor(std::string(cmd) + " " + example("bert_layer") + " --dim B=1 --dim T=9 --precision half");
+      CAPTURE(cmd);
+      CHECK(r.code == 2);
+      CHECK(has(r.out, "--precision half: expected fp32, bf16 or auto"));
+    }
+  }
+
   TEST_CASE("--symbolic-dim runs a new length on symbolic kernels with the same checksum") {
     Result a = run_fusor("run " + example("bert_layer") + " --dim B=1 --dim T=11 --json --no-fuse");
     Result b = run_fusor("run " + example("bert_layer") +

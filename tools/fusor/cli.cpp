@@ -187,4 +187,14 @@ void apply_verify_flag(const Args& args, EngineOptions* options) {
   }
 }
 
+void apply_precision_flag(const Args& args, EngineOptions* options) {
+  if (auto p = args.get("--precision")) {
+    try {
+      options->precision = parse_precision(*p);
+    } catch (const Error& e) {
+      throw UsageError{"--precision " + *p + ": expected fp32, bf16 or auto"};
+    }
+  }
+}
+
 }  // namespace fusor::cli

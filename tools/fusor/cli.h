@@ -83,6 +83,13 @@ inline constexpr const char* kVerifyHelp =
     "  --verify MODE        check each fused kernel once against its ops unfused on the\n"
     "                       static kernels (jit/verify.h): warn (report), fallback (report,\n"
     "                       serve the group unfused) or strict (exit 5 on a mismatch)\n";
+/// --precision P (fp32, bf16, auto) into options->precision; UsageError for another.
+void apply_precision_flag(const Args& args, EngineOptions* options);
+/// The help line of --precision.
+inline constexpr const char* kPrecisionHelp =
+    "  --precision P        fp32 (default), bf16 or auto: bf16 and auto run the GEMMs with\n"
+    "                       constant weights on bf16 operands (f32 sums) where the backend\n"
+    "                       and CPU can (llvm, AVX512-BF16); explain says what it gives\n";
 
 
 }  // namespace fusor::cli

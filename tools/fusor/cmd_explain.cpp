@@ -23,8 +23,10 @@ const char* const kExplainUsage =
     "  --json            one JSON object: graph, dims, kernels_before, kernels_after,\n"
     "                    groups [{kind, pattern, ops, inputs, outputs}], passes, declined\n"
     "                    (with --verify: verify, each kernel's verdict)\n"
-    "  --backend NAME    with --verify: the JIT backend whose kernels are checked\n"
-    "                    (default llvm)\n"
+    "  --backend NAME    with --verify or --precision: the JIT backend whose kernels are\n"
+    "                    checked, or whose precision is reported (default llvm)\n"
+    "  --precision P     fp32, bf16 or auto: also report what it gives on this backend\n"
+    "                    and CPU (json: precision)\n"
     "  --verify MODE     also compile the plan, run it once on seeded random inputs and\n"
     "                    report each fused kernel's check against its ops unfused\n"
     "                    (warn, fallback, strict: see fusor run --help)\n"
@@ -32,7 +34,7 @@ const char* const kExplainUsage =
     "  --help            this text\n";
 
 int cmd_explain(int argc, char** argv) {
-  Args args = Args::parse(argc, argv, 2, {"--dim", "--verify", "--backend"}, {"--json", "--no-fuse", "--no-disk-cache"});
+  Args args = Args::parse(argc, argv, 2, {"--dim", "--verify", "--backend", "--precision"}, {"--json", "--no-fuse", "--no-disk-cache"});
   if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file (a text graph or an ONNX model)"};
   DimBindings dims = parse_dims(args);
   Graph graph = load_model(args.positional[0]);
@@ -40,8 +42,11 @@ int cmd_explain(int argc, char** argv) {
   options.num_threads = 1;
   options.fuse = !args.has("--no-fuse");
   apply_verify_flag(args, &options);
-  if (options.verify != VerifyMode::Off) options.backend = parse_backend(args.get("--backend").value_or("llvm"));
-  else if (args.get("--backend")) throw UsageError{"--backend is for --verify: explain alone compiles nothing"};
+  apply_precision_flag(args, &options);
+  if (options.verify != VerifyMode::Off || options.precision != Precision::Fp32)
+    options.backend = parse_backend(args.get("--backend").value_or("llvm"));
+  else if (args.get("--backend"))
+    throw UsageError{"--backend is for --verify or --precision: explain alone compiles nothing"};
   options.disk_cache = !args.has("--no-disk-cache");
   Engine engine(options);
   std::string report = engine.explain(graph, dims, args.has("--json"));

@@ -56,7 +56,7 @@ const std::string kWarmupUsageText =
     backend_usage(BackendKind::Llvm, true) +
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor); created if missing\n" +
-    std::string(kVerifyHelp) +
+    std::string(kVerifyHelp) + kPrecisionHelp +
     "                       (on seeded random inputs, once per shape; each kernel that\n"
     "                       passes is kept as passed in the store: not checked again)\n"
     "  --json               print the summary as one JSON object: graph, backend, shapes,\n"
@@ -279,7 +279,7 @@ void prepare_all(Engine& engine, const Graph& graph, const std::vector<WarmShape
 }  // namespace
 
 int cmd_warmup(int argc, char** argv) {
-  std::vector<std::string> valued{"--dim", "--shapes", "--jobs", "--threads", "--backend", "--verify"};
+  std::vector<std::string> valued{"--dim", "--shapes", "--jobs", "--threads", "--backend", "--verify", "--precision"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   Args args = Args::parse(argc, argv, 2, valued, {"--json", "--quiet"});
   if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file (a text graph or an ONNX model)"};
@@ -293,6 +293,7 @@ int cmd_warmup(int argc, char** argv) {
   options.num_threads = int(args.get_int("--threads", 1, 1, 1024));
   apply_cache_flags(args, &options);
   apply_verify_flag(args, &options);
+  apply_precision_flag(args, &options);
   const int64_t max_jobs = 1024;
   int64_t jobs = args.get_int("--jobs", int64_t(std::max(1u, std::thread::hardware_concurrency())), 1, max_jobs);
   const bool json = args.has("--json");

@@ -1,0 +1,118 @@
+// The precision contractions compute in (EngineOptions::precision), what the host CPU offers
+// for it, and the bfloat16 rounding every bf16 path shares. Layer: codegen.
+//
+// Note [bf16 contractions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// With precision bf16 (or auto on a CPU that has it), a contraction whose B is a constant
+// (a Linear's or MatMul's weights) is marked ContractionSpec::bf16 by mark_bf16: its
+// products read A and B rounded to bfloat16 (8 significant bits, round to nearest even)
+// and add up in f32, the way AVX512-BF16's vdpbf16ps computes: per f32 lane,
+// acc += a[2i]·b[2i] + a[2i+1]·b[2i+1]. The epilogue (bias, GELU, residual), softmax,
+// LayerNorm and every pointwise group stay f32, and so do the outputs.
+//   Weights   are rounded and packed once per plan, as pairs of k (PackKind::Bf16Panels,
+//             codegen/packing.h): half the bytes of the f32 panels.
+//   Activations are rounded by the kernel itself, a tile's rows at a time
+//             (fusor_rt_pack_a_bf16: two vector loads and one vcvtne2ps2bf16 per 32
+//             floats), into a stack block the micro-kernel broadcasts pairs from.
+// Both conversions flush subnormal inputs to zero and keep NaN and the infinities, as
+// vcvtne2ps2bf16 does, so the packed weights and the converted activations agree bit for
+// bit whichever path rounded them (to_bf16 is the scalar one).
+//
+// Error: each product carries the two operands' rounding errors, |δ| <= 2·2⁻⁸ relative;
+// the errors of a k-term sum mostly cancel (random signs), so relative to the output's
+// scale (max |y|) the error stays near 2⁻⁸·√(Σ pᵢ²)/max|y| <= 2⁻⁸ whatever k is, and a
+// worst case (every error one way) grows as 2⁻⁷·√k. Verify mode bounds it by
+// kBf16ContractionTolerance per bf16 contraction of a group (jit/verify.h).
+//
+// Which backends and CPUs: the llvm backend on a CPU with AVX512-BF16 (Zen 4, Xeon since
+// Cooper Lake). Elsewhere, and for the groups mark_bf16 does not take (convolutions, a
+// non-constant B, attention), the kernels compute in f32; explain says which and why.
+// AMX (tdpbf16ps) is not emitted yet: a CPU with AMX runs the AVX512-BF16 path.
+//
+// Auto takes bf16 only where it pays: vdpbf16ps does twice the multiply-adds of an f32 FMA
+// per instruction, but cores issue it at different rates (Zen 4: one per cycle, as its
+// FMAs, so 2x the FLOPs, measured 1.7x on the Linear layers; a 2-vCPU Xeon with AVX512-BF16
+// but no AMX measured half of that). measured_bf16_speedup() times the two instructions
+// once per process (about 2 ms, the best of three) and Auto uses bf16 from
+// kBf16AutoSpeedup on; Bf16 uses it wherever the instructions exist.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "codegen/kernel_spec.h"
+
+namespace fusor {
+
+/// What EngineOptions::precision asks for.
+enum class Precision : uint8_t {
+  Fp32,  ///< every kernel computes in f32
+  Bf16,  ///< contractions with constant weights in bf16 where the backend and CPU can
+  Auto,  ///< bf16 where the backend and CPU can (AVX512-BF16), else f32
+};
+
+/// "fp32", "bf16" or "auto" as a Precision; Error(InvalidArgument) naming the choices otherwise.
+Precision parse_precision(const std::string& name);
+/// The name parse_precision reads.
+const char* precision_name(Precision p);
+
+/// The bf16 instruction sets of the host CPU (cpuid, and the OS's saved vector state).
+struct HostBf16 {
+  bool avx512_bf16 = false;  ///< vdpbf16ps, vcvtne2ps2bf16 (AVX512-BF16 with AVX512F)
+  bool amx_bf16 = false;     ///< tdpbf16ps (AMX-BF16 and AMX-TILE)
+  /// "avx512_bf16 amx_bf16", the ones present ("none" when neither is).
+  std::string str() const;
+};
+HostBf16 host_bf16();
+
+/// The rate of vdpbf16ps multiply-adds over f32 FMA ones on this core (Note [bf16
+/// contractions]), timed once per process; 0 without AVX512-BF16.
+double measured_bf16_speedup();
+/// Auto computes in bf16 from this measured speedup on.
+inline constexpr double kBf16AutoSpeedup = 1.3;
+/// Whether `p` asks for bf16 on a backend that computes it: Bf16 always, Auto where
+/// measured_bf16_speedup() reaches kBf16AutoSpeedup.
+bool wants_bf16(Precision p);
+
+/// Whether a spec may compute in bf16 (Note [bf16 contractions]): a GEMM of f32 operands
+/// whose B is a constant buffer. When not, *why (if given) says why.
+bool bf16_applies(const KernelSpec& spec, std::string* why);
+/// Marks `spec` bf16 when bf16_applies; returns whether it did.
+bool mark_bf16(KernelSpec& spec);
+
+/// The verify tolerance each bf16 contraction adds, in units of the output's scale (Note
+/// [bf16 contractions]): 4·2⁻⁸, about seven standard deviations of the rounding error of
+/// a sum whose terms do not cancel, and twice the 2⁻⁸ the issue's users accept.
+inline constexpr double kBf16ContractionTolerance = 4.0 / 256.0;
+
+/// x rounded to bfloat16 (round to nearest even; subnormals to signed zero; NaN stays a
+/// quiet NaN), as the upper 16 bits of an f32.
+inline uint16_t to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return uint16_t((u >> 16) | ((u & 0x007fffffu) ? 0x40u : 0u));  // Inf, NaN
+  if ((u & 0x7f800000u) == 0) return uint16_t((u >> 16) & 0x8000u);                                    // 0, subnormal
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+/// The f32 a bfloat16 stands for.
+inline float from_bf16(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+/// Two bf16 as one 32-bit pair, lo in the low half (the order vdpbf16ps reads).
+inline uint32_t bf16_pair(float lo, float hi) { return uint32_t(to_bf16(lo)) | uint32_t(to_bf16(hi)) << 16; }
+
+}  // namespace fusor
+
+extern "C" {
+/// A tile's A rows as bf16 pairs (Note [bf16 contractions]): for i < rows, dst[i * k2 + j]
+/// = bf16_pair(a[i*row_stride + 2j*k_stride], a[i*row_stride + (2j+1)*k_stride]) with
+/// k2 = ceil(k / 2) and the element past an odd k read as 0; rows <= i < mr are zeros.
+/// Called by JIT kernels of bf16 contractions (only on CPUs with AVX512-BF16, which its
+/// vector path uses).
+void fusor_rt_pack_a_bf16(const float* a, int64_t row_stride, int64_t k_stride, int64_t rows, int64_t k, int64_t mr,
+                          uint32_t* dst);
+}

@@ -1,0 +1,173 @@
+// The llvm backend's bf16 contractions (Note [bf16 contractions], codegen/precision.h): every
+// GEMM shape of the f32 sweeps, marked bf16, compiled, run serially and over a pool, and
+// compared with
+//   - the spec interpreter, which rounds the operands to bf16 as the kernel does and sums in
+//     double: the only differences left are the f32 sums, within the f32 suites' bound
+//     1e-5 * |want| + 2e-6 * sqrt(k) * s. A wrong pair, panel or row fails by the size of
+//     the terms;
+//   - the static kernels in f32, within the bf16 rounding of the operands (each product off
+//     by up to 2 * 2^-8 of itself): |got - want| <= 2^-7 * |want| + 8 * 2^-8 * sqrt(k) * s,
+//     the first term for sums whose products share a sign, the second for sums that cancel
+//     (a sanity bound: the interpreter's is the exact one).
+// On a CPU without AVX512-BF16 every case says it is skipped, and why.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "codegen/llvm/llvm_backend.h"
+#include "codegen/lower.h"
+#include "codegen/precision.h"
+#include "tests/support/llvm_util.h"
+#include "tests/support/pass_util.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_util.h"
+
+using namespace fusor;
+
+namespace {
+
+using test::Checked;
+using test::with;
+
+// The shared llvm backend when it computes bf16 here, else nullptr after saying why.
+LlvmBackend* bf16_backend_or_skip() {
+  LlvmBackend* be = test::llvm_backend_or_skip();
+  if (be && !be->computes_bf16()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16 (bf16 instruction sets: " << host_bf16().str() << ")");
+    return nullptr;
+  }
+  return be;
+}
+
+// Every Contraction group of f marked bf16, checked as the header says; `scale` is the
+// magnitude of the products.
+Checked check_bf16(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, double scale = 1.0) {
+  return test::check_groups(
+      be, f, inputs, GroupKind::Contraction,
+      [&](const KernelSpec& spec) {
+        const double rk = std::sqrt(double(spec.contraction.k));
+        return test::Tol{1e-5, 2e-6 * rk * scale, 1.0 / 128.0, 8.0 / 256.0 * rk * scale, true, true};
+      },
+      [](KernelSpec& spec) { REQUIRE(mark_bf16(spec)); });
+}
+
+const char* kMatmulBias = R"(graph g
+input a: f32[@B@, @M@, @K@]
+const w: f32[@K@, @N@] = randn(seed=1, std=1)
+const bias: f32[@N@] = randn(seed=2, std=1)
+m = MatMul(a, w)
+y = Add(m, bias)
+output y
+)";
+
+}  // namespace
+
+TEST_SUITE("llvm/bf16") {
+  TEST_CASE("bf16 matmul with a bias across sizes around the tiles and odd k") {
+    LlvmBackend* be = bf16_backend_or_skip();
+    if (!be) return;
+    // The f32 sweep's sizes (odd k leaves half a pair; k = 1 a pair of one).
+    const int64_t sizes[][3] = {{1, 1, 1},   {1, 7, 5},    {3, 15, 17},  {5, 16, 31},   {7, 33, 32},
+                                {13, 9, 47}, {16, 64, 48}, {17, 65, 63}, {29, 3, 100},  {64, 128, 65},
+                                {100, 7, 1}, {9, 300, 129}, {128, 768, 96}};
+    for (const auto& s : sizes) {
+      const int64_t m = s[0], k = s[1], n = s[2];
+      CAPTURE(m);
+      CAPTURE(k);
+      CAPTURE(n);
+      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", std::to_string(k)},
+                                                        {"@N@", std::to_string(n)}}),
+                                     {});
+      Checked c = check_bf16(*be, f, {{"a", test::randn({1, m, k}, uint64_t(m * 1000 + n))}});
+      CHECK(c.kernels == 1);
+      REQUIRE(c.compiled[0]->prepacks.size() == 1);
+      const CompiledKernel::Prepack& p = c.compiled[0]->prepacks[0];
+      CHECK(p.kind == PackKind::Bf16Panels);
+      CHECK(p.floats == (k + 1) / 2 * ((n + p.width - 1) / p.width) * p.width);  // half the f32 panels
+    }
+  }
+
+  TEST_CASE("bf16 matmul with gelu and residual epilogues, batches and a transposed A") {
+    LlvmBackend* be = bf16_backend_or_skip();
+    if (!be) return;
+    FusedGraph f = test::fuse_text(R"(graph g
+input a: f32[2, 19, 41]
+input r: f32[2, 19, 70]
+const w: f32[41, 70] = randn(seed=1, std=0.3)
+const bias: f32[70] = randn(seed=2, std=0.1)
+m = MatMul(a, w)
+h = Add(m, bias)
+g = Gelu(h)
+y = Add(g, r)
+output y
+)",
+                                   {});
+    check_bf16(*be, f, {{"a", test::randn({2, 19, 41}, 1)}, {"r", test::randn({2, 19, 70}, 2)}}, 0.3);
+    // A read through a transpose: its k stride is not 1 (the rows are converted one by one).
+    FusedGraph t = test::fuse_text(R"(graph g
+input at: f32[3, 37, 22]
+const w: f32[37, 50] = randn(seed=3, std=1)
+a = Transpose(at) {perm=[0, 2, 1]}
+y = MatMul(a, w)
+output y
+)",
+                                   {});
+    Checked c = check_bf16(*be, t, {{"at", test::randn({3, 37, 22}, 4)}});
+    REQUIRE(c.kernels == 1);
+    CHECK(c.specs[0].contraction.a.strides.back() != 1);
+    // Weights that differ per batch: one block of pairs per batch.
+    FusedGraph b = test::fuse_text(R"(graph g
+input a: f32[3, 9, 20]
+const w: f32[3, 20, 33] = randn(seed=5, std=1)
+y = MatMul(a, w)
+output y
+)",
+                                   {});
+    check_bf16(*be, b, {{"a", test::randn({3, 9, 20}, 6)}});
+  }
+
+  TEST_CASE("bf16 kernels are vdpbf16ps on registers, their activations converted on the stack") {
+    LlvmBackend* be = bf16_backend_or_skip();
+    if (!be) return;
+    test::TempDir dir("llvm-bf16");
+    LlvmBackend::Options o;
+    o.dump_dir = dir.path().string();
+    std::unique_ptr<LlvmBackend> dumping = make_llvm_backend(o);
+    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", "64"}, {"@K@", "64"}, {"@N@", "96"}}), {});
+    int kernels = 0;
+    for (const FusionGroup& grp : f.groups) {
+      if (grp.kind != GroupKind::Contraction) continue;
+      std::optional<KernelSpec> spec = lower_group(f, grp, nullptr);
+      REQUIRE(spec);
+      REQUIRE(mark_bf16(*spec));
+      std::shared_ptr<const CompiledKernel> k = dumping->compile(*spec);
+      std::ifstream in(dir.file(k->symbol) + ".s");
+      REQUIRE(in.good());
+      std::stringstream assembly;
+      assembly << in.rdbuf();
+      CHECK(assembly.str().find("vdpbf16ps") != std::string::npos);
+      CHECK(assembly.str().find("vfmadd231ps") == std::string::npos);  // no f32 products left
+      CHECK_FALSE(assembly.str().find("64-byte Spill") != std::string::npos);
+      ++kernels;
+    }
+    CHECK(kernels == 1);
+  }
+
+  TEST_CASE("a bf16 spec and its f32 twin are different kernels") {
+    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", "8"}, {"@K@", "16"}, {"@N@", "32"}}), {});
+    for (const FusionGroup& grp : f.groups) {
+      if (grp.kind != GroupKind::Contraction) continue;
+      std::optional<KernelSpec> spec = lower_group(f, grp, nullptr);
+      REQUIRE(spec);
+      KernelSpec bf = *spec;
+      REQUIRE(mark_bf16(bf));
+      CHECK(bf.hash() != spec->hash());
+      CHECK(bf.key_bytes() != spec->key_bytes());
+      CHECK_FALSE(bf.same_code(*spec));
+      CHECK(bf.str().find("operands bf16") != std::string::npos);
+    }
+  }
+}
