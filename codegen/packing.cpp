@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "codegen/index_math.h"
 #include "codegen/precision.h"
 #include "codegen/winograd.h"
@@ -89,15 +93,9 @@ void pack_b(const ContractionSpec& c, int64_t width, const float* b, float* dst,
     for (int64_t panel = 0; panel < panels; ++panel) {
       const int64_t j0 = panel * nr;
       if (kind == PackKind::Bf16Panels) {
-        const int64_t k2 = ceil_div(k, 2), valid = std::min(nr, n - j0), sk = c.b.strides[r], sn = c.b.strides[r + 1];
-        const float* src = b + off + j0 * sn;
-        uint32_t* out = reinterpret_cast<uint32_t*>(dst) + (bi * panels + panel) * k2 * nr;
-        for (int64_t q = 0; q < k2; ++q, out += nr)
-          for (int64_t j = 0; j < nr; ++j) {
-            const float lo = j < valid ? src[2 * q * sk + j * sn] : 0.0f;
-            const float hi = j < valid && 2 * q + 1 < k ? src[(2 * q + 1) * sk + j * sn] : 0.0f;
-            out[j] = bf16_pair(lo, hi);
-          }
+        fusor_rt_pack_panel_bf16(b + off + j0 * c.b.strides[r + 1], c.b.strides[r], c.b.strides[r + 1], k,
+                                 std::min(nr, n - j0), nr,
+                                 reinterpret_cast<uint32_t*>(dst) + (bi * panels + panel) * ceil_div(k, 2) * nr);
         continue;
       }
       fusor_rt_pack_panel(b + off + j0 * c.b.strides[r + 1], c.b.strides[r], c.b.strides[r + 1], k,
@@ -117,6 +115,49 @@ extern "C" void fusor_rt_pack_panel(const float* src, int64_t sk, int64_t sn, in
       for (int64_t j = 0; j < n_valid; ++j) dst[j] = src[j * sn];
     }
     for (int64_t j = n_valid; j < nr; ++j) dst[j] = 0.0f;
+  }
+}
+
+namespace {
+
+#if defined(__x86_64__)
+// Contiguous columns: per pair of rows, 16 columns at a time: vcvtne2ps2bf16 rounds both rows
+// ([lo 0..15 | hi 0..15] as bf16) and vpermw interleaves them into 16 pairs.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void pack_pairs_avx512(const float* src, int64_t sk,
+                                                                              int64_t k, int64_t n_valid, int64_t nr,
+                                                                              uint32_t* dst) {
+  alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                           8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i order = _mm512_load_si512(kInterleave);
+  for (int64_t q = 0; q < (k + 1) / 2; ++q, dst += nr) {
+    const float* lo = src + 2 * q * sk;
+    const bool has_hi = 2 * q + 1 < k;
+    for (int64_t j = 0; j < nr; j += 16) {
+      const int64_t left = n_valid - j;
+      const __mmask16 m = __mmask16(left >= 16 ? 0xffff : left <= 0 ? 0 : (1u << left) - 1);
+      const __m512 a = _mm512_maskz_loadu_ps(m, lo + j);
+      const __m512 b = has_hi ? _mm512_maskz_loadu_ps(m, lo + sk + j) : _mm512_setzero_ps();
+      const __m512i pairs = _mm512_permutexvar_epi16(order, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+      _mm512_mask_storeu_epi32(dst + j, __mmask16(nr - j >= 16 ? 0xffff : (1u << (nr - j)) - 1), pairs);
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+extern "C" void fusor_rt_pack_panel_bf16(const float* src, int64_t sk, int64_t sn, int64_t k, int64_t n_valid,
+                                         int64_t nr, uint32_t* dst) {
+#if defined(__x86_64__)
+  static const bool vector = fusor::host_bf16().avx512_bf16 && __builtin_cpu_supports("avx512bw");
+  if (vector && sn == 1) return pack_pairs_avx512(src, sk, k, n_valid, nr, dst);
+#endif
+  using fusor::bf16_pair;
+  for (int64_t q = 0; q < (k + 1) / 2; ++q, dst += nr) {
+    const float* lo = src + 2 * q * sk;
+    const float* hi = 2 * q + 1 < k ? lo + sk : nullptr;
+    for (int64_t j = 0; j < n_valid; ++j) dst[j] = bf16_pair(lo[j * sn], hi ? hi[j * sn] : 0.0f);
+    for (int64_t j = n_valid; j < nr; ++j) dst[j] = 0;
   }
 }
 

@@ -72,6 +72,11 @@ extern "C" {
 /// One B panel: dst[kk * nr + j] = src[kk * sk + j * sn] for j < n_valid, 0 for
 /// n_valid <= j < nr, kk < k. Called by JIT kernels for a non-constant B.
 void fusor_rt_pack_panel(const float* src, int64_t sk, int64_t sn, int64_t k, int64_t n_valid, int64_t nr, float* dst);
+/// The same panel as bf16 pairs of k (the Bf16Panels layout, Note [Packed layouts]):
+/// dst[q * nr + j] = bf16_pair(src[2q * sk + j * sn], src[(2q+1) * sk + j * sn]) for
+/// q < ceil(k / 2), j < n_valid, with 0 past an odd k and for n_valid <= j < nr.
+void fusor_rt_pack_panel_bf16(const float* src, int64_t sk, int64_t sn, int64_t k, int64_t n_valid, int64_t nr,
+                              uint32_t* dst);
 /// One convolution panel of output row `oh`, columns [ow0, ow0 + mr_valid): dst is
 /// [kh][kw][c][mr] (columns past mr_valid and taps in the padding are 0). `x` points at the
 /// tile's image and group (channel 0 of the group); geo is indexed by fusor::ConvGeo.

@@ -123,10 +123,7 @@ bool bf16_applies(const KernelSpec& spec, std::string* why) {
   };
   if (spec.kind != KernelKind::Contraction) return no("not a contraction");
   const ContractionSpec& c = spec.contraction;
-  if (c.kind != ContractionSpec::Kind::Gemm) return no("a convolution (bf16 convolutions are not built yet)");
   if (c.a.dtype != DType::F32 || c.b.dtype != DType::F32) return no("operands other than f32");
-  if (c.b.buffer < 0 || size_t(c.b.buffer) >= spec.buffers.size() || !spec.buffers[size_t(c.b.buffer)].constant)
-    return no("a B that is not constant (only weights are packed as bf16)");
   return true;
 }
 

@@ -3,14 +3,19 @@
 //
 // Note [bf16 contractions]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
-// With precision bf16 (or auto on a CPU that has it), a contraction whose B is a constant
-// (a Linear's or MatMul's weights) is marked ContractionSpec::bf16 by mark_bf16: its
+// With precision bf16 (or auto where it pays, below), every contraction of f32 operands is
+// marked ContractionSpec::bf16 (mark_bf16) and keeps the mark where the backend takes it
+// (apply_precision, jit/plan.h): the llvm backend computes the GEMM forms in bf16 (Linear
+// and MatMul layers, batched products of two activations, 1x1 convolutions); the other
+// convolutions, and every contraction on another backend, stay f32. A bf16 kernel's
 // products read A and B rounded to bfloat16 (8 significant bits, round to nearest even)
 // and add up in f32, the way AVX512-BF16's vdpbf16ps computes: per f32 lane,
 // acc += a[2i]·b[2i] + a[2i+1]·b[2i+1]. The epilogue (bias, GELU, residual), softmax,
 // LayerNorm and every pointwise group stay f32, and so do the outputs.
 //   Weights   are rounded and packed once per plan, as pairs of k (PackKind::Bf16Panels,
-//             codegen/packing.h): half the bytes of the f32 panels.
+//             codegen/packing.h): half the bytes of the f32 panels; a B that is not
+//             constant is packed to the same layout panel by panel by the kernel
+//             (fusor_rt_pack_panel_bf16).
 //   Activations are rounded by the kernel itself, a tile's rows at a time
 //             (fusor_rt_pack_a_bf16: two vector loads and one vcvtne2ps2bf16 per 32
 //             floats), into a stack block the micro-kernel broadcasts pairs from.
@@ -25,8 +30,8 @@
 // kBf16ContractionTolerance per bf16 contraction of a group (jit/verify.h).
 //
 // Which backends and CPUs: the llvm backend on a CPU with AVX512-BF16 (Zen 4, Xeon since
-// Cooper Lake). Elsewhere, and for the groups mark_bf16 does not take (convolutions, a
-// non-constant B, attention), the kernels compute in f32; explain says which and why.
+// Cooper Lake). Elsewhere, and for the kernels it declines (convolutions by output rows,
+// Winograd, fused attention), the kernels compute in f32; explain says which and why.
 // AMX (tdpbf16ps) is not emitted yet: a CPU with AMX runs the AVX512-BF16 path.
 //
 // Auto takes bf16 only where it pays: vdpbf16ps does twice the multiply-adds of an f32 FMA
@@ -75,8 +80,9 @@ inline constexpr double kBf16AutoSpeedup = 1.3;
 /// measured_bf16_speedup() reaches kBf16AutoSpeedup.
 bool wants_bf16(Precision p);
 
-/// Whether a spec may compute in bf16 (Note [bf16 contractions]): a GEMM of f32 operands
-/// whose B is a constant buffer. When not, *why (if given) says why.
+/// Whether a spec may compute in bf16 (Note [bf16 contractions]): a contraction of f32
+/// operands (the backend decides which of its forms it computes so). When not, *why (if
+/// given) says why.
 bool bf16_applies(const KernelSpec& spec, std::string* why);
 /// Marks `spec` bf16 when bf16_applies; returns whether it did.
 bool mark_bf16(KernelSpec& spec);

@@ -104,8 +104,8 @@ using ChooseKernel = std::function<GroupKernel(const FusedGraph& f, size_t group
 GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const FusedGraph& f, size_t group,
                          Precision precision);
 
-/// Marks `spec` bf16 (mark_bf16) when `precision` asks for bf16 and `backend` computes it
-/// here (Note [bf16 contractions]).
+/// Marks `spec` bf16 (mark_bf16) when `precision` asks for bf16 and `backend` computes that
+/// spec in bf16 here (Note [bf16 contractions]); otherwise leaves it f32.
 void apply_precision(KernelSpec& spec, Precision precision, const JitBackend& backend);
 
 /// The plan of g at `input_types`: traced and fused by `fuser`, its pass-made constants

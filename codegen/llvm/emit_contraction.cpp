@@ -58,12 +58,14 @@ namespace fusor {
 // seq 16 2.87-2.95 -> 2.22-2.46 ms, seq 64 9.7-10.7 -> 7.8-9.3 ms; at seq 128 the same
 // change cost 10%, so more rows keep the near prefetch into L1.
 //
-// bf16 (ContractionSpec::bf16, Note [bf16 contractions] in codegen/precision.h): a GEMM whose
-// constant B is packed as pairs of k (PackKind::Bf16Panels). Each tile's A rows are first
-// converted to pairs on the stack (fusor_rt_pack_a_bf16: once per tile and panel, 1/64 of the
-// products' instructions at NV = 4), and the micro-kernel's steps are pairs of k: NV vector
-// loads of B, one broadcast pair per row and MR*NV vdpbf16ps. Tiles, panels and tasks are
-// chosen as for f32.
+// bf16 (ContractionSpec::bf16, Note [bf16 contractions] in codegen/precision.h): the GEMM
+// forms (a 1x1 convolution included). A constant B is packed once as pairs of k
+// (PackKind::Bf16Panels), any other panel by the kernel (fusor_rt_pack_panel_bf16, same
+// layout). A's rows are converted to pairs on the stack (fusor_rt_pack_a_bf16): all of a
+// task's rows at its start when panels are outer and they fit kBf16TaskABytes, else each
+// tile's as it starts (once per tile and panel). The micro-kernel's steps are pairs of k:
+// NV vector loads of B, one broadcast pair per row and MR*NV vdpbf16ps. Tiles, panels and
+// tasks are chosen as for f32.
 //
 // Floating point: each output is Σ over kk in order (tap by tap for a conv), with FMA: a
 // different order than OpenBLAS's, so results differ from the static backend by rounding
@@ -74,6 +76,9 @@ namespace {
 using namespace llvm_ir;
 
 constexpr int64_t kScratchBytes = 512 * 1024;
+// bf16: a task whose rows' A pairs take at most this many bytes converts them once, at its
+// start, instead of once per tile and panel (Note [Contraction kernels]).
+constexpr int64_t kBf16TaskABytes = 256 * 1024;
 // How far ahead a micro-kernel prefetches a packed constant panel (Note [Contraction
 // kernels]): 4 KiB, about the bytes consumed while one L3 or DRAM miss is outstanding.
 constexpr int64_t kPrefetchFloats = 1024;
@@ -230,6 +235,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   if (c.bf16) {
     std::string w;
     if (!bf16_applies(spec, &w)) return no("bf16 operands on " + w);
+    if (f->conv) return no("a bf16 convolution by output rows (only the GEMM forms, 1x1 included, compute in bf16)");
     if (14 * ceil_div(f->k, 2) * 4 > kScratchBytes) return no("k too long for a bf16 block of A on the stack");
   }
   return true;
@@ -410,8 +416,11 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   const std::vector<std::string> base = load_buffer_bases(e, spec.buffers.size());
   e.line("%tile = alloca float, i64 " + i64(mr * nr) + ", align 64");
   const bool kernel_packs_b = f.conv ? !f.direct : !(t.prepack);
-  if (kernel_packs_b) e.line("%bpack = alloca float, i64 " + i64(kk * nr) + ", align 64");
-  if (c.bf16) e.line("%apack = alloca i32, i64 " + i64(mr * ksteps) + ", align 64");
+  if (kernel_packs_b) e.line("%bpack = alloca float, i64 " + i64(ksteps * nr) + ", align 64");
+  // bf16 A pairs: the task's rows at once (panels outer: every panel reuses them), else a
+  // tile's rows.
+  const bool task_a = c.bf16 && t.panel_outer && t.tiles_per_chunk * mr * ksteps * 4 <= kBf16TaskABytes;
+  if (c.bf16) e.line("%apack = alloca i32, i64 " + i64((task_a ? t.tiles_per_chunk : 1) * mr * ksteps) + ", align 64");
   // The run's m and its tile and chunk counts: compiled in, or from the run-time extent.
   std::string m_s = i64(f.m), m_last = i64(f.m - 1), m_tiles = i64(t.m_tiles), m_chunks = i64(t.m_chunks);
   if (t.symbolic) {
@@ -467,6 +476,15 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   std::string p_lo, p_hi, m_lo, m_hi;
   range(nc, t.panels_per_chunk, i64(t.panels), &p_lo, &p_hi);
   range(mc, t.tiles_per_chunk, m_tiles, &m_lo, &m_hi);
+  if (task_a) {
+    std::string row0 = tk.op("mul i64 " + m_lo + ", " + i64(mr));
+    std::string end = tk.op("mul i64 " + m_hi + ", " + i64(mr));
+    std::string over = tk.op("icmp sgt i64 " + end + ", " + m_s);
+    std::string valid = tk.op("sub i64 " + tk.op("select i1 " + over + ", i64 " + m_s + ", i64 " + end) + ", " + row0);
+    std::string src = tk.op("getelementptr float, ptr " + a_b + ", i64 " + tk.op("mul i64 " + row0 + ", " + i64(f.a_row)));
+    tk.line("call void @fusor_rt_pack_a_bf16(ptr " + src + ", i64 " + i64(f.a_row) + ", i64 " + i64(f.a_k) + ", i64 " +
+            valid + ", i64 " + i64(kk) + ", i64 " + tk.op("sub i64 " + end + ", " + row0) + ", ptr %apack)");
+  }
   const std::string& o_lo = t.panel_outer ? p_lo : m_lo;
   const std::string& o_hi = t.panel_outer ? p_hi : m_hi;
   const std::string& i_lo = t.panel_outer ? m_lo : p_lo;
@@ -515,8 +533,9 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     } else {
       std::string off = ir.op("mul i64 " + pn.col0 + ", " + i64(f.b_n));
       std::string src = ir.op("getelementptr float, ptr " + b_b + ", i64 " + off);
-      ir.line("call void @fusor_rt_pack_panel(ptr " + src + ", i64 " + i64(f.b_k) + ", i64 " + i64(f.b_n) + ", i64 " +
-              i64(kk) + ", i64 " + pn.cols + ", i64 " + i64(nr) + ", ptr %bpack)");
+      ir.line(std::string("call void @") + (c.bf16 ? "fusor_rt_pack_panel_bf16" : "fusor_rt_pack_panel") + "(ptr " + src +
+              ", i64 " + i64(f.b_k) + ", i64 " + i64(f.b_n) + ", i64 " + i64(kk) + ", i64 " + pn.cols + ", i64 " + i64(nr) +
+              ", ptr %bpack)");
       pn.b_args = "ptr %bpack";
     }
     return pn;
@@ -536,6 +555,12 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
       // Packed weights: the tile's [kh][kw][c][mr] block (rows past the edge are zeros).
       std::string blk = ir.op("getelementptr inbounds float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tv + ", " + i64(kk * mr)));
       for (int64_t i = 0; i < mr; ++i) tl.a.push_back(ir.op("getelementptr inbounds float, ptr " + blk + ", i64 " + i64(i)));
+      return tl;
+    }
+    if (task_a) {  // converted at the task's start
+      std::string first = ir.op("mul i64 " + ir.op("sub i64 " + tv + ", " + m_lo) + ", " + i64(mr * ksteps));
+      for (int64_t i = 0; i < mr; ++i)
+        tl.a.push_back(ir.op("getelementptr inbounds i32, ptr %apack, i64 " + ir.op("add i64 " + first + ", " + i64(i * ksteps))));
       return tl;
     }
     if (c.bf16) {
@@ -600,6 +625,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
 
   os << kDeclarations << fma_declarations(t.vl)
      << "declare void @fusor_rt_pack_panel(ptr, i64, i64, i64, i64, i64, ptr)\n"
+     << "declare void @fusor_rt_pack_panel_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_conv_tile(ptr, ptr, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_a_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";

@@ -151,25 +151,24 @@ TEST_SUITE("codegen/precision") {
         }
   }
 
-  TEST_CASE("only GEMMs of f32 with constant weights compute in bf16") {
-    KernelSpec s = gemm(8, 16, 32, true);
+  TEST_CASE("contractions of f32 operands may compute in bf16, nothing else") {
     std::string why;
-    CHECK(bf16_applies(s, &why));
-    KernelSpec marked = s;
-    CHECK(mark_bf16(marked));
-    CHECK(marked.contraction.bf16);
-    KernelSpec act = gemm(8, 16, 32, false);  // B an activation (Q·Kᵀ, batched products)
-    CHECK_FALSE(bf16_applies(act, &why));
-    CHECK(why.find("not constant") != std::string::npos);
-    CHECK_FALSE(mark_bf16(act));
-    CHECK_FALSE(act.contraction.bf16);
-    KernelSpec conv = s;
-    conv.contraction.kind = ContractionSpec::Kind::Conv2d;
-    CHECK_FALSE(bf16_applies(conv, &why));
-    CHECK(why.find("convolution") != std::string::npos);
+    for (bool b_const : {true, false}) {  // weights, or an activation (batched products)
+      KernelSpec s = gemm(8, 16, 32, b_const);
+      CHECK(bf16_applies(s, &why));
+      CHECK(mark_bf16(s));
+      CHECK(s.contraction.bf16);
+    }
+    KernelSpec f16 = gemm(8, 16, 32, true);
+    f16.contraction.a.dtype = DType::F16;
+    CHECK_FALSE(bf16_applies(f16, &why));
+    CHECK(why.find("other than f32") != std::string::npos);
+    CHECK_FALSE(mark_bf16(f16));
+    CHECK_FALSE(f16.contraction.bf16);
     KernelSpec pw;
     pw.kind = KernelKind::Pointwise;
     CHECK_FALSE(bf16_applies(pw, &why));
+    CHECK(why.find("not a contraction") != std::string::npos);
   }
 
   TEST_CASE("precision names parse, and others are a clear error") {

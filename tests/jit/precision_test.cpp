@@ -87,6 +87,35 @@ TEST_CASE("bf16 on llvm: the BERT layer within 1e-2 of fp32's scale, every bf16 
                                                           << " of scale (bound " << kBf16ContractionTolerance << ")");
 }
 
+TEST_CASE("bf16 on llvm: the ResNet bottleneck's 1x1 convolutions in bf16, its 3x3 in f32, within 1e-2 of scale") {
+  const Graph graph = example("resnet_bottleneck");
+  const DimBindings dims{{"N", 1}, {"H", 14}, {"W", 14}};
+  const TensorMap inputs = verify_inputs(graph, input_types_from_dims(graph, dims));
+  std::unique_ptr<Engine> f32 = engine_or_skip(EngineOptions{.backend = BackendKind::Llvm});
+  if (!f32) return;
+  if (!host_bf16().avx512_bf16) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  EngineOptions o{.backend = BackendKind::Llvm};
+  o.precision = Precision::Bf16;
+  o.verify = VerifyMode::Strict;
+  std::unique_ptr<Engine> bf = engine_or_skip(o);
+  const double err = error_of_scale(bf->run(graph, inputs), f32->run(graph, inputs));
+  CHECK(err > 0);
+  CHECK(err <= 1e-2);
+  int bf16_groups = 0, f32_convs = 0;
+  for (const GroupVerdict& v : bf->verdicts()) {
+    INFO(v.str());
+    CHECK(v.passed);
+    if (v.tolerance > kBf16ContractionTolerance) ++bf16_groups;
+    else if (std::find(v.ops.begin(), v.ops.end(), "Conv") != v.ops.end()) ++f32_convs;
+  }
+  CHECK(bf16_groups == 2);  // the two 1x1 convolutions
+  CHECK(f32_convs == 1);    // the 3x3 (Winograd)
+  MESSAGE("ResNet bottleneck 14x14, bf16 vs fp32: output error " << err << " of scale");
+}
+
 TEST_CASE("auto takes bf16 where vdpbf16ps measured faster than f32 FMAs, and says so") {
   const Graph graph = example("bert_layer");
   EngineOptions o{.backend = BackendKind::Llvm};

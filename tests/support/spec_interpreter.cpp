@@ -116,9 +116,9 @@ void interpret(const KernelSpec& spec, std::vector<Tensor>& buffers) {
     case KernelKind::Contraction: {
       const ContractionSpec& k = spec.contraction;
       auto at = [&](const StridedAccess& a, const std::vector<int64_t>& idx) { return buffers[size_t(a.buffer)].at(element(a, idx)); };
+      // bf16 operands (Note [bf16 contractions]): each rounded as the kernels round it.
+      auto operand = [&](double v) { return k.bf16 ? double(from_bf16(to_bf16(float(v)))) : v; };
       if (k.kind == ContractionSpec::Kind::Gemm) {
-        // bf16 operands (Note [bf16 contractions]): each rounded as the kernels round it.
-        auto operand = [&](double v) { return k.bf16 ? double(from_bf16(to_bf16(float(v)))) : v; };
         std::vector<int64_t> space = cat(k.batch, {k.m, k.n});
         for_each_index(space, [&](const std::vector<int64_t>& idx) {
           std::vector<int64_t> ia = idx, ib = idx;
@@ -142,7 +142,7 @@ void interpret(const KernelSpec& spec, std::vector<Tensor>& buffers) {
               for (int64_t j = 0; j < p.kw; ++j) {
                 int64_t h = idx[2] * p.stride_h - p.pad_t + i * p.dil_h, w = idx[3] * p.stride_w - p.pad_l + j * p.dil_w;
                 if (h < 0 || h >= p.h || w < 0 || w >= p.w) continue;
-                s += at(k.a, {n, g * cg + ci, h, w}) * at(k.b, {m, ci, i, j});
+                s += operand(at(k.a, {n, g * cg + ci, h, w})) * operand(at(k.b, {m, ci, i, j}));
               }
           c.acc = s;
           eval(k.epilogue, idx, c);

@@ -129,6 +129,75 @@ output y
     check_bf16(*be, b, {{"a", test::randn({3, 9, 20}, 6)}});
   }
 
+  TEST_CASE("bf16 products of two activations and 1x1 convolutions pack their panels in the kernel") {
+    LlvmBackend* be = bf16_backend_or_skip();
+    if (!be) return;
+    for (const auto& row : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33}, {16, 64, 17}, {33, 31, 65}}) {
+      const auto& [m, k, n] = row;
+      CAPTURE(m);
+      CAPTURE(k);
+      CAPTURE(n);
+      FusedGraph f = test::fuse_text(with(R"(graph g
+input q: f32[2, 3, @M@, @K@]
+input kt: f32[2, 3, @N@, @K@]
+k = Transpose(kt) {perm=[0, 1, 3, 2]}
+y = MatMul(q, k)
+output y
+)",
+                                          {{"@M@", std::to_string(m)}, {"@K@", std::to_string(k)}, {"@N@", std::to_string(n)}}),
+                                     {});
+      Checked c = check_bf16(*be, f, {{"q", test::randn({2, 3, m, k}, 1)}, {"kt", test::randn({2, 3, n, k}, 2)}});
+      CHECK(c.kernels == 1);
+      CHECK(c.compiled[0]->prepacks.empty());  // B is packed panel by panel by the kernel
+    }
+    // A ResNet 1x1 convolution (odd channels, BN folded, residual and ReLU) in its GEMM form.
+    FusedGraph f = test::fuse_text(R"(graph g
+input x: f32[2, 37, 9, 11]
+input r: f32[2, 24, 9, 11]
+const w: f32[24, 37, 1, 1] = randn(seed=1, std=0.2)
+const bn_s: f32[24] = uniform(seed=2, low=0.5, high=1.5)
+const bn_b: f32[24] = randn(seed=3, std=0.1)
+const bn_m: f32[24] = randn(seed=4, std=0.1)
+const bn_v: f32[24] = uniform(seed=5, low=0.5, high=1.5)
+c = Conv(x, w) {kernel_shape=[1, 1]}
+b = BatchNormalization(c, bn_s, bn_b, bn_m, bn_v) {epsilon=1e-5}
+a = Add(b, r)
+y = Relu(a)
+output y
+)",
+                                   {});
+    Checked conv = test::check_groups(
+        *be, f, {{"x", test::randn({2, 37, 9, 11}, 5)}, {"r", test::randn({2, 24, 9, 11}, 6)}}, GroupKind::Contraction,
+        [](const KernelSpec&) {
+          const double rk = std::sqrt(37.0) * 1.5 * 0.2 * 3;
+          return test::Tol{1e-5, 2e-6 * rk, 1.0 / 128.0, 8.0 / 256.0 * rk, true, true};
+        },
+        [](KernelSpec& spec) { REQUIRE(mark_bf16(spec)); });
+    CHECK(conv.kernels == 1);
+  }
+
+  TEST_CASE("a bf16 3x3 convolution is declined with its reason (it stays f32)") {
+    LlvmBackend* be = bf16_backend_or_skip();
+    if (!be) return;
+    FusedGraph f = test::fuse_text(R"(graph g
+input x: f32[1, 8, 10, 10]
+const w: f32[8, 8, 3, 3] = randn(seed=1, std=0.2)
+y = Conv(x, w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}
+output y
+)",
+                                   {});
+    for (const FusionGroup& grp : f.groups) {
+      if (grp.kind != GroupKind::Contraction) continue;
+      std::optional<KernelSpec> spec = lower_group(f, grp, nullptr);
+      REQUIRE(spec);
+      std::string why;
+      CHECK(be->supports(*spec, &why));
+      REQUIRE(mark_bf16(*spec));
+      CHECK_FALSE(be->supports(*spec, &why));
+      CHECK(why.find("bf16 convolution by output rows") != std::string::npos);
+    }
+  }
+
   TEST_CASE("bf16 kernels are vdpbf16ps on registers, their activations converted on the stack") {
     LlvmBackend* be = bf16_backend_or_skip();
     if (!be) return;
