@@ -8,7 +8,11 @@
 //   llvm with tiering (the first run on asmjit, then the LLVM plan after drain());
 //   llvm with symbolic_dim "sequence" and specialize off (text models: one set of symbolic
 //   kernels for every length and batch of the model's cases).
-// A backend this machine lacks is skipped with the reason.
+// A backend this machine lacks is skipped with the reason. Then, for BERT and ResNet-50 (the
+// TorchScript exports), llvm at precision bf16 (Note
+// [bf16 contractions]; where this CPU has AVX512-BF16): every output within 1e-2 of its
+// scale (max|want|) of ONNX Runtime's f32, and for the image models the top-1 class of every
+// image equal; the max and mean errors are printed.
 //
 // Tolerance, per element |got - want| <= 1e-4 * |want| + 1e-5 * max|want|: fusor and ONNX
 // Runtime sum the same products in other orders (blocked GEMMs, Winograd convolutions,
@@ -83,6 +87,44 @@ void check_outputs(const TensorMap& got, const TensorMap& want) {
   }
 }
 
+// bf16 outputs against f32 ones (the header's bf16 bounds); top1: each row's argmax equal.
+// Returns the worst max error and mean error, in units of each output's scale.
+std::pair<double, double> check_bf16_outputs(const TensorMap& got, const TensorMap& want, bool top1) {
+  double worst = 0, mean = 0;
+  for (const auto& row : want) {
+    const auto& name = std::get<0>(row);
+    const auto& w = std::get<1>(row);
+    CAPTURE(name);
+    REQUIRE(got.count(name));
+    const Tensor& g = got.at(name);
+    REQUIRE(g.numel() == w.numel());
+    double scale = 0, err = 0, sum = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(w.at(i)));
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const double e = std::abs(g.at(i) - w.at(i));
+      err = std::max(err, e);
+      sum += e;
+    }
+    scale = scale > 0 ? scale : 1;
+    CHECK(err / scale <= 1e-2);
+    worst = std::max(worst, err / scale);
+    mean = std::max(mean, sum / double(std::max<int64_t>(1, w.numel())) / scale);
+    if (top1 && w.shape().rank() == 2) {
+      const int64_t rows = w.shape()[0], cols = w.shape()[1];
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t a = 0, b = 0;
+        for (int64_t c = 1; c < cols; ++c) {
+          if (g.at(r * cols + c) > g.at(r * cols + a)) a = c;
+          if (w.at(r * cols + c) > w.at(r * cols + b)) b = c;
+        }
+        CAPTURE(r);
+        CHECK(a == b);
+      }
+    }
+  }
+  return {worst, mean};
+}
+
 // An engine with `o`, or null with a "skipped" message when this machine lacks its backend.
 std::unique_ptr<Engine> engine_or_skip(EngineOptions o, const char* what) {
   o.num_threads = 2;
@@ -96,7 +138,7 @@ std::unique_ptr<Engine> engine_or_skip(EngineOptions o, const char* what) {
   }
 }
 
-void run_model(const std::string& dir, bool text) {
+void run_model(const std::string& dir, bool text, bool bf16 = false) {
   std::vector<std::string> notes;
   OnnxOptions lo;
   lo.warn = [&](const std::string& m) { notes.push_back(m); };
@@ -139,12 +181,31 @@ void run_model(const std::string& dir, bool text) {
       CHECK(s.background_swaps == 0);  // specialize off: the symbolic kernels serve every case
     }
   }
+  // bf16 (the header): against the f32 outputs of ONNX Runtime.
+  if (!bf16) return;
+  if (!host_bf16().avx512_bf16) {
+    MESSAGE("skipped (llvm bf16): this CPU has no AVX512-BF16");
+    return;
+  }
+  EngineOptions bf{.backend = BackendKind::Llvm};
+  bf.precision = Precision::Bf16;
+  std::unique_ptr<Engine> e = engine_or_skip(bf, "llvm bf16");
+  if (!e) return;
+  double worst = 0, mean = 0;
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const auto [w, m] = check_bf16_outputs(e->run(g, c.inputs), c.outputs, !text);
+    worst = std::max(worst, w);
+    mean = std::max(mean, m);
+  }
+  MESSAGE(dir << " in bf16 against ONNX Runtime's f32: max error " << worst << " of scale, mean " << mean
+              << std::string(text ? "" : "; every image's top-1 class equal"));
 }
 
 }  // namespace
 
 TEST_SUITE("onnx/models") {
-  TEST_CASE("BERT (TorchScript exporter, opset 17)") { run_model("bert_ts", true); }
+  TEST_CASE("BERT (TorchScript exporter, opset 17)") { run_model("bert_ts", true, true); }
   TEST_CASE("BERT (torch.export, opset 18)") { run_model("bert_dynamo", true); }
   TEST_CASE("RoBERTa (TorchScript exporter, opset 17)") { run_model("roberta_ts", true); }
   TEST_CASE("RoBERTa (torch.export, opset 18)") { run_model("roberta_dynamo", true); }
@@ -152,7 +213,7 @@ TEST_SUITE("onnx/models") {
   TEST_CASE("DistilBERT (torch.export, opset 18)") { run_model("distilbert_dynamo", true); }
   TEST_CASE("GPT-2 (TorchScript exporter, opset 17)") { run_model("gpt2_ts", true); }
   TEST_CASE("GPT-2 (torch.export, opset 18)") { run_model("gpt2_dynamo", true); }
-  TEST_CASE("ResNet-50 (TorchScript exporter, opset 17)") { run_model("resnet50_ts", false); }
+  TEST_CASE("ResNet-50 (TorchScript exporter, opset 17)") { run_model("resnet50_ts", false, true); }
   TEST_CASE("ResNet-50 (torch.export, opset 18)") { run_model("resnet50_dynamo", false); }
   TEST_CASE("MobileNetV2 (TorchScript exporter, opset 17)") { run_model("mobilenet_v2_ts", false); }
   TEST_CASE("MobileNetV2 (torch.export, opset 18)") { run_model("mobilenet_v2_dynamo", false); }
