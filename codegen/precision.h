@@ -42,11 +42,12 @@
 // kBf16AutoSpeedup on; Bf16 uses it wherever the instructions exist.
 #pragma once
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "codegen/kernel_spec.h"
+#include "ir/dtype.h"
 
 namespace fusor {
 
@@ -92,21 +93,11 @@ bool mark_bf16(KernelSpec& spec);
 /// a sum whose terms do not cancel, and twice the 2⁻⁸ the users accept.
 inline constexpr double kBf16ContractionTolerance = 4.0 / 256.0;
 
-/// x rounded to bfloat16 (round to nearest even; subnormals to signed zero; NaN stays a
-/// quiet NaN), as the upper 16 bits of an f32.
+/// x rounded to bfloat16 as vcvtne2ps2bf16 rounds it: f32_to_bf16 (ir/dtype.h: to nearest
+/// even, NaN stays a quiet NaN) with subnormal inputs flushed to a signed zero.
 inline uint16_t to_bf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u) return uint16_t((u >> 16) | ((u & 0x007fffffu) ? 0x40u : 0u));  // Inf, NaN
-  if ((u & 0x7f800000u) == 0) return uint16_t((u >> 16) & 0x8000u);                                    // 0, subnormal
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-/// The f32 a bfloat16 stands for.
-inline float from_bf16(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  return (u & 0x7f800000u) == 0 ? uint16_t((u >> 16) & 0x8000u) : f32_to_bf16(x);
 }
 /// Two bf16 as one 32-bit pair, lo in the low half (the order vdpbf16ps reads).
 inline uint32_t bf16_pair(float lo, float hi) { return uint32_t(to_bf16(lo)) | uint32_t(to_bf16(hi)) << 16; }

@@ -60,7 +60,7 @@ KernelSpec gemm(int64_t m, int64_t k, int64_t n, bool b_const, bool b_per_batch 
 }  // namespace
 
 TEST_SUITE("codegen/precision") {
-  TEST_CASE("to_bf16 rounds to nearest even, flushes subnormals and keeps NaN and infinities") {
+  TEST_CASE("to_bf16 rounds as vcvtne2ps2bf16: to nearest even, subnormals flushed, NaN and infinities kept") {
     CHECK(to_bf16(1.0f) == 0x3f80);
     CHECK(to_bf16(-2.0f) == 0xc000);
     // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: to even (1); 1 + 3*2^-8 to 1 + 2^-6.
@@ -73,14 +73,14 @@ TEST_SUITE("codegen/precision") {
     CHECK(to_bf16(std::numeric_limits<float>::infinity()) == 0x7f80);
     CHECK(to_bf16(-std::numeric_limits<float>::infinity()) == 0xff80);
     const uint16_t nan = to_bf16(std::numeric_limits<float>::quiet_NaN());
-    CHECK(std::isnan(from_bf16(nan)));
-    CHECK(std::isnan(from_bf16(to_bf16(from_bits(0x7f800001u)))));  // a NaN whose payload is all below bit 16
+    CHECK(std::isnan(bf16_to_f32(nan)));
+    CHECK(std::isnan(bf16_to_f32(to_bf16(from_bits(0x7f800001u)))));  // a NaN whose payload is all below bit 16
     CHECK(to_bf16(std::numeric_limits<float>::denorm_min()) == 0x0000);
     CHECK(to_bf16(-std::numeric_limits<float>::denorm_min()) == 0x8000);
     CHECK(to_bf16(std::numeric_limits<float>::min()) == 0x0080);  // the smallest normal stays
     // Every rounding is within half a unit of the 8th significant bit.
     for (float x : random_floats(1000, 1)) {
-      const float r = from_bf16(to_bf16(x));
+      const float r = bf16_to_f32(to_bf16(x));
       CHECK(std::fabs(r - x) <= std::ldexp(std::fabs(x), -8));
       CHECK((bits(r) & 0xffffu) == 0);
     }
@@ -109,7 +109,7 @@ TEST_SUITE("codegen/precision") {
           CAPTURE(i);
           CAPTURE(j);
           if (std::isnan(lo)) {  // (any quiet NaN in the low half)
-            CHECK(std::isnan(from_bf16(uint16_t(got[size_t(i * k2 + j)]))));
+            CHECK(std::isnan(bf16_to_f32(uint16_t(got[size_t(i * k2 + j)]))));
             want = got[size_t(i * k2 + j)];
           }
           CHECK(got[size_t(i * k2 + j)] == want);
@@ -140,9 +140,9 @@ TEST_SUITE("codegen/precision") {
               for (int64_t j = 0; j < panels * width; ++j) {
                 const uint32_t pair = pairs[((bi * panels + j / width) * k2 + kk / 2) * width + j % width];
                 const uint16_t h = uint16_t(kk % 2 ? pair >> 16 : pair & 0xffffu);
-                const float want = kk < k && j < n ? from_bf16(to_bf16(b[size_t((bi * k + kk) * n + j)])) : 0.0f;
-                if (from_bf16(h) != want) {
-                  FAIL_CHECK("batch " << bi << " k " << kk << " column " << j << ": " << from_bf16(h) << " != " << want);
+                const float want = kk < k && j < n ? bf16_to_f32(to_bf16(b[size_t((bi * k + kk) * n + j)])) : 0.0f;
+                if (bf16_to_f32(h) != want) {
+                  FAIL_CHECK("batch " << bi << " k " << kk << " column " << j << ": " << bf16_to_f32(h) << " != " << want);
                   return;
                 }
               }

@@ -117,7 +117,7 @@ void interpret(const KernelSpec& spec, std::vector<Tensor>& buffers) {
       const ContractionSpec& k = spec.contraction;
       auto at = [&](const StridedAccess& a, const std::vector<int64_t>& idx) { return buffers[size_t(a.buffer)].at(element(a, idx)); };
       // bf16 operands (Note [bf16 contractions]): each rounded as the kernels round it.
-      auto operand = [&](double v) { return k.bf16 ? double(from_bf16(to_bf16(float(v)))) : v; };
+      auto operand = [&](double v) { return k.bf16 ? double(bf16_to_f32(to_bf16(float(v)))) : v; };
       if (k.kind == ContractionSpec::Kind::Gemm) {
         std::vector<int64_t> space = cat(k.batch, {k.m, k.n});
         for_each_index(space, [&](const std::vector<int64_t>& idx) {

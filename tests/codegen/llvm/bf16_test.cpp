@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
@@ -133,7 +134,7 @@ output y
     LlvmBackend* be = bf16_backend_or_skip();
     if (!be) return;
     for (const auto& row : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33}, {16, 64, 17}, {33, 31, 65}}) {
-      const auto& [m, k, n] = row;
+      const int64_t m = std::get<0>(row), k = std::get<1>(row), n = std::get<2>(row);
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
