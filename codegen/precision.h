@@ -37,9 +37,11 @@
 // Auto takes bf16 only where it pays: vdpbf16ps does twice the multiply-adds of an f32 FMA
 // per instruction, but cores issue it at different rates (Zen 4: one per cycle, as its
 // FMAs, so 2x the FLOPs, measured 1.7x on the Linear layers; a 2-vCPU Xeon with AVX512-BF16
-// but no AMX measured half of that). measured_bf16_speedup() times the two instructions
-// once per process (about 2 ms, the best of three) and Auto uses bf16 from
-// kBf16AutoSpeedup on; Bf16 uses it wherever the instructions exist.
+// but no AMX (model 207): a quarter of its FMA rate, so half the FLOPs, and its bf16 GEMMs
+// ran 2x slower than f32). measured_bf16_speedup() times the micro-kernel's own loop (an
+// 8 x 3 tile, panel loads and A broadcasts) in both forms once per process (about 3 ms,
+// the best of three; 0.50-0.54 on that Xeon, matching its GEMMs' 0.51) and Auto uses bf16
+// from kBf16AutoSpeedup on; Bf16 uses it wherever the instructions exist.
 #pragma once
 
 #include <bit>
