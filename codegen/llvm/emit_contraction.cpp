@@ -57,6 +57,17 @@ namespace fusor {
 // BERT layer at one thread, three interleaved rounds (fusor run --repeat 30, medians):
 // seq 16 2.87-2.95 -> 2.22-2.46 ms, seq 64 9.7-10.7 -> 7.8-9.3 ms; at seq 128 the same
 // change cost 10%, so more rows keep the near prefetch into L1.
+// That prefetch helps only a panel's first tile: the others find the panel in L2, and the
+// next panel's first tile waits on memory again. So with panels outer each tile also
+// prefetches its share of the *next* panel into L2 (BRead::next_lines: the panel's lines
+// split evenly among the task's tiles, one line every few steps), and a panel arrives while
+// the one before it is computed. Measured on the 2-vCPU Xeon (model 207), the BERT layer at
+// one thread, five interleaved rounds of `fusor run --repeat 30` (the medians' ratios,
+// paired by round): seq 128 0.86 (0.81-0.92), seq 384 0.93, seq 16 0.96; with the next
+// panel's prefetch alone (without the near one) seq 128 gained only 0.93. At two threads
+// (six rounds) seq 128 0.97 and seq 384 0.99, and seq 16 1.07 over four: GEMMs of at most
+// kFarPrefetchRows rows, whose few tiles would each fetch a large share, keep the far
+// prefetch alone.
 //
 // bf16 (ContractionSpec::bf16, Note [bf16 contractions] in codegen/precision.h): the GEMM
 // forms (a 1x1 convolution included). A constant B is packed once as pairs of k
@@ -397,6 +408,8 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
       const bool far = !spec.symbolic && f.m <= kFarPrefetchRows;
       br.prefetch_floats = far ? 2 * kPrefetchFloats : kPrefetchFloats;
       br.prefetch_to_l2 = far;
+      // Panels outer: the task's tiles share the next panel's lines between them.
+      if (!f.conv && t.panel_outer && !far) br.next_lines = ceil_div(ceil_div(ksteps * nr * 4, 64), t.tiles_per_chunk);
     }
   }
   std::vector<TileAccess> epi_strides;
@@ -594,7 +607,17 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   }
   std::string call = "call void @" + mk + "(";
   for (int64_t i = 0; i < mr; ++i) call += "ptr " + tl.a[size_t(i)] + ", ";
-  in.line(call + pn.b_args + ", ptr %tile)");
+  std::string pf_arg;
+  if (br.next_lines > 0) {
+    // This tile's share of the next panel (the last panel re-reads its own: a hint only).
+    std::string next = in.op("add i64 %o, 1");
+    std::string over = in.op("icmp sge i64 " + next + ", " + i64(t.panels));
+    std::string pv = in.op("select i1 " + over + ", i64 %o, i64 " + next);
+    std::string off = in.op("add i64 " + in.op("mul i64 " + pv + ", " + i64(ksteps * nr)) + ", " +
+                            in.op("mul i64 " + in.op("sub i64 %x, " + m_lo) + ", " + i64(br.next_lines * 16)));
+    pf_arg = ", ptr " + in.op("getelementptr float, ptr " + b_b + ", i64 " + off);
+  }
+  in.line(call + pn.b_args + ", ptr %tile" + pf_arg + ")");
   IrText ee("f");
   std::vector<std::string> q;
   for (size_t x = 0; x < epi.accesses.size(); ++x) {

@@ -30,7 +30,8 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
   for (int64_t i = 0; i < t.mr; ++i) os << "ptr noalias %a" << i << ", ";
   os << (br.masked_image ? (br.flat ? "ptr noalias %img, i64 %p0" : "ptr noalias %img, i64 %iy0, i64 %ix0")
                           : "ptr noalias %b")
-     << ", ptr noalias %tile" << (br.runtime_ks ? ", i64 %ks" : "") << ") #1 {\nentry:\n" << kEntryValues
+     << ", ptr noalias %tile" << (br.runtime_ks ? ", i64 %ks" : "") << (br.next_lines > 0 ? ", ptr %pf" : "")
+     << ") #1 {\nentry:\n" << kEntryValues
      << "  br label %seg\nseg:\n"
      << "  %s = phi i64 [ 0, %entry ], [ %s.next, %seg.end ]\n";
   auto acc = [](int64_t i, int64_t v, const char* stage) {
@@ -152,6 +153,12 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
         kb.line("call void @llvm.prefetch.p0(ptr " + pf + ", i32 0, i32 " + (br.prefetch_to_l2 ? "2" : "3") + ", i32 1)");
       }
     }
+  }
+  if (br.next_lines > 0) {
+    FUSOR_ASSERT(!br.runtime_ks, "a next-panel prefetch needs the step count");
+    std::string line = kb.op("udiv i64 " + kb.op("mul i64 %kk, " + i64(br.next_lines)) + ", " + i64(br.ks));
+    std::string p = kb.op("getelementptr i8, ptr %pf, i64 " + kb.op("shl i64 " + line + ", 6"));
+    kb.line("call void @llvm.prefetch.p0(ptr " + p + ", i32 0, i32 2, i32 1)");
   }
   std::string ka = astep == 1 ? "%kk" : kb.op("mul i64 %kk, " + i64(astep));
   // bf16: each A element is a pair of bf16 broadcast to the 16 lanes, B's vectors 32 bf16.

@@ -42,6 +42,9 @@ struct BRead {
   /// vectors hold VL 32-bit pairs, each A element is a pair broadcast, and one vdpbf16ps per
   /// accumulator adds both products. AVX-512 (VL 16) and a packed B only.
   bool bf16 = false;
+  /// Lines of the next panel to prefetch into L2 over the call (a trailing `ptr %pf`, the
+  /// first of them): one every ks / next_lines steps (Note [Contraction kernels]).
+  int64_t next_lines = 0;
 };
 
 /// "<16 x float>".

@@ -393,6 +393,26 @@ output c
     }
   }
 
+  TEST_CASE("GEMMs of more than 64 rows prefetch the next panel into L2 while they compute this one") {
+    // (Note [Contraction kernels]: the task's tiles share the next panel's lines; up to 64
+    // rows the far prefetch within the panel is the only one.)
+    for (int64_t m : {16, 64, 65, 128}) {
+      CAPTURE(m);
+      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", "768"},
+                                                        {"@N@", "3072"}}),
+                                     {});
+      std::optional<KernelSpec> spec = lower_group(f, f.groups[0], nullptr);
+      REQUIRE(spec);
+      const ContractionTiling t = contraction_tiling(*spec, 16);
+      REQUIRE(t.prepack);
+      REQUIRE(t.panel_outer);
+      const std::string ir = emit_contraction_ir(*spec, "k", t);
+      const bool next = ir.find(", ptr %pf)") != std::string::npos;
+      CHECK(next == (m > 64));
+      if (next) CHECK(ir.find("getelementptr i8, ptr %pf") != std::string::npos);
+    }
+  }
+
   TEST_CASE("a constant B keeps one panel width for every m, so its packed copy is shared") {
     // The BERT FFN-up GEMM (k 768, n 3072) at lengths whose best free tile widths differ.
     std::set<int64_t> widths, rows;
