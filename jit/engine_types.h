@@ -49,6 +49,10 @@ struct GroupVerdict {
   bool unfused = false;          ///< the group runs unfused from then on (VerifyMode Strict, Fallback)
   bool remembered = false;       ///< a pass an earlier check of the same kernel found (this process's or the
                                  ///< persistent store's): not run again (Note [Verdicts kept with the kernel])
+  /// What the fusion passes did to keep this group's numerics finite (PassNote::guard):
+  /// "BatchNorm variance floor 1e-12 applied to 16 channels of bn1" when FusionOptions'
+  /// bn_variance_floor fired on a BatchNorm folded into it.
+  std::vector<std::string> guards;
   /// One line: kernel, verdict, errors and tolerance.
   std::string str() const;
   /// One JSON object of every field.

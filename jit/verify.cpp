@@ -146,12 +146,14 @@ std::string GroupVerdict::json() const {
   std::string o;
   for (const std::string& op : ops) o += (o.empty() ? "" : ", ") + json_string(op);
   auto b = [](bool x) { return std::string(x ? "true" : "false"); };
+  std::string g;
+  for (const std::string& x : guards) g += (g.empty() ? "" : ", ") + json_string(x);
   return "{\"kernel\": " + json_string(kernel) + ", \"pattern\": " + json_string(pattern) + ", \"ops\": [" + o +
          "], \"outputs\": " + json_string(outputs) + ", \"passed\": " + b(passed) + ", \"error\": " +
          json_number(error) + ", \"tolerance\": " + json_number(tolerance) + ", \"scale\": " + json_number(scale) +
          ", \"max_abs\": " + json_number(max_abs) + ", \"max_rel\": " + json_number(max_rel) +
          ", \"new_nonfinite\": " + std::to_string(new_nonfinite) + ", \"mismatched\": " + std::to_string(mismatched) +
-         ", \"unfused\": " + b(unfused) + ", \"remembered\": " + b(remembered) + "}";
+         ", \"unfused\": " + b(unfused) + ", \"remembered\": " + b(remembered) + ", \"guards\": [" + g + "]}";
 }
 
 std::string verdicts_json(const std::vector<GroupVerdict>& verdicts) {
@@ -211,6 +213,7 @@ std::string GroupVerdict::str() const {
   if (mismatched) s += ", " + std::to_string(mismatched) + " elements beyond";
   if (unfused) s += "; runs unfused from now on";
   if (remembered) s += " (remembered: this kernel passed before)";
+  for (size_t i = 0; i < guards.size(); ++i) s += (i ? "; " : "; guarded: ") + guards[i];
   std::string o;
   for (const std::string& op : ops) o += (o.empty() ? "" : ", ") + op;
   return s + " [" + pattern + ": " + o + " -> " + outputs + "]";
@@ -268,7 +271,12 @@ void Verifier::execute_checked(const Plan& plan, const std::vector<const Tensor*
     GroupVerdict v;
     v.kernel = st.label;
     v.pattern = grp.pattern;
-    for (NodeId id : grp.nodes) v.ops.emplace_back(op_name(f.graph.node(id).op));
+    for (NodeId id : grp.nodes) {
+      const Node& n = f.graph.node(id);
+      v.ops.emplace_back(op_name(n.op));
+      for (const PassNote& note : f.log.applied)
+        if (!note.guard.empty() && note.node == n.name) v.guards.push_back(note.guard);
+    }
     v.outputs = outputs_str(f, grp);
     v.tolerance = scale_ * verify_tolerance(f, size_t(st.group), st.kernel->spec);
     // Note [Verdicts kept with the kernel]: a kernel that passed before is not run again.

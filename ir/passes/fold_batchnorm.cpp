@@ -220,10 +220,14 @@ Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* lo
     }
     rw.map(n.outputs[0], new_out);
     std::string msg = "folded " + n.name + " into " + std::string(op_name(p.op)) + " " + p.name;
-    if (bn.floored)
+    std::string guard;
+    if (bn.floored) {
       msg += " (variance floor " + std::to_string(options.bn_variance_floor) + " applied to " +
              std::to_string(bn.floored) + " channels)";
-    log->note(kPass, p.name, msg);
+      guard = "BatchNorm variance floor " + format_double(options.bn_variance_floor) + " applied to " +
+              std::to_string(bn.floored) + " channels of " + n.name;
+    }
+    log->note(kPass, p.name, msg, guard);
   }
   return rw.finish();
 }

@@ -41,6 +41,10 @@ struct PassNote {
   std::string pass;
   std::string node;
   std::string message;
+  /// Set when the pass changed the numerics to keep them finite, what it did
+  /// ("BatchNorm variance floor 1e-12 applied to 16 channels of bn1"); verify reports it
+  /// with the group of `node` (jit/verify.h).
+  std::string guard;
 };
 
 /// One fusion a pass considered and declined, and why.
@@ -55,8 +59,8 @@ struct DeclinedFusion {
 struct FusionLog {
   std::vector<PassNote> applied;
   std::vector<DeclinedFusion> declined;
-  void note(std::string pass, std::string node, std::string message) {
-    applied.push_back({std::move(pass), std::move(node), std::move(message)});
+  void note(std::string pass, std::string node, std::string message, std::string guard = "") {
+    applied.push_back({std::move(pass), std::move(node), std::move(message), std::move(guard)});
   }
   void decline(std::string producer, std::string consumer, std::string reason, std::string detail = "") {
     declined.push_back({std::move(producer), std::move(consumer), std::move(reason), std::move(detail)});

@@ -318,6 +318,50 @@ output r
   }
 }
 
+TEST_CASE("verify reports the BatchNorm variance floor with the group it fired in") {
+  // var + eps = 1e-13, below FusionOptions' floor of 1e-12: the fold divides by the floor's
+  // root instead, and the verdict of the convolution's group says so; with eps 1e-9 the
+  // floor does not fire and the verdict names no guard.
+  for (const char* eps : {"1e-13", "1e-9"}) {
+    CAPTURE(eps);
+    const Graph graph = parse_graph(test::with(R"(graph bn
+input x: f32[1, 8, 9, 9]
+const w: f32[16, 8, 3, 3] = randn(seed=1, std=0.2)
+const gamma: f32[16] = fill(1.0)
+const beta: f32[16] = randn(seed=3, std=0.1)
+const mean: f32[16] = randn(seed=4, std=0.1)
+const var: f32[16] = fill(0.0)
+c = Conv(x, w) {pads=[1, 1, 1, 1]}
+b = BatchNormalization(c, gamma, beta, mean, var) {epsilon=EPS}
+r = Relu(b)
+output r
+)", {{"EPS", eps}}));
+    const bool fires = std::string(eps) == "1e-13";
+    for (BackendKind backend : jit_backends()) {
+      CAPTURE(backend_name(backend));
+      std::unique_ptr<Engine> e = verify_engine(backend);
+      if (!e) continue;
+      e->run(graph, {{"x", randn({1, 8, 9, 9}, 6)}});
+      const std::vector<GroupVerdict> verdicts = e->verdicts();
+      REQUIRE(verdicts.size() == 1);
+      const GroupVerdict& v = verdicts[0];
+      INFO(v.str());
+      CHECK(v.passed);
+      if (fires) {
+        REQUIRE(v.guards.size() == 1);
+        CHECK(v.guards[0] == "BatchNorm variance floor 1e-12 applied to 16 channels of b");
+        CHECK(v.str().find("; guarded: BatchNorm variance floor 1e-12") != std::string::npos);
+        CHECK(v.json().find("\"guards\": [\"BatchNorm variance floor 1e-12 applied to 16 channels of b\"]") !=
+              std::string::npos);
+        CHECK(e->explain(graph, {}).find("guarded: BatchNorm variance floor") != std::string::npos);
+      } else {
+        CHECK(v.guards.empty());
+        CHECK(v.json().find("\"guards\": []") != std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("verify compares by the output's scale, matches infinities and flags new NaN or Inf") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   auto verdict = [](const Tensor& got, const Tensor& ref, double tol) {
