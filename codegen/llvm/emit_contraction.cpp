@@ -95,6 +95,8 @@ constexpr int64_t kBf16TaskABytes = 256 * 1024;
 constexpr int64_t kPrefetchFloats = 1024;
 // Up to this many rows (m) the prefetch goes 2 * kPrefetchFloats ahead, into L2.
 constexpr int64_t kFarPrefetchRows = 64;
+// Floats per 64-byte cache line (the next-panel prefetch counts lines; BRead::next_lines).
+constexpr int64_t kLineFloats = 16;
 
 struct EpiAccess {
   std::vector<int64_t> batch;  // per batch dim
@@ -409,7 +411,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
       br.prefetch_floats = far ? 2 * kPrefetchFloats : kPrefetchFloats;
       br.prefetch_to_l2 = far;
       // Panels outer: the task's tiles share the next panel's lines between them.
-      if (!f.conv && t.panel_outer && !far) br.next_lines = ceil_div(ceil_div(ksteps * nr * 4, 64), t.tiles_per_chunk);
+      if (!f.conv && t.panel_outer && !far) br.next_lines = ceil_div(ceil_div(ksteps * nr, kLineFloats), t.tiles_per_chunk);
     }
   }
   std::vector<TileAccess> epi_strides;
@@ -614,7 +616,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     std::string over = in.op("icmp sge i64 " + next + ", " + i64(t.panels));
     std::string pv = in.op("select i1 " + over + ", i64 %o, i64 " + next);
     std::string off = in.op("add i64 " + in.op("mul i64 " + pv + ", " + i64(ksteps * nr)) + ", " +
-                            in.op("mul i64 " + in.op("sub i64 %x, " + m_lo) + ", " + i64(br.next_lines * 16)));
+                            in.op("mul i64 " + in.op("sub i64 %x, " + m_lo) + ", " + i64(br.next_lines * kLineFloats)));
     pf_arg = ", ptr " + in.op("getelementptr float, ptr " + b_b + ", i64 " + off);
   }
   in.line(call + pn.b_args + ", ptr %tile" + pf_arg + ")");

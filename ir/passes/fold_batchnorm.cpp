@@ -222,10 +222,9 @@ Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* lo
     std::string msg = "folded " + n.name + " into " + std::string(op_name(p.op)) + " " + p.name;
     std::string guard;
     if (bn.floored) {
-      msg += " (variance floor " + std::to_string(options.bn_variance_floor) + " applied to " +
-             std::to_string(bn.floored) + " channels)";
       guard = "BatchNorm variance floor " + format_double(options.bn_variance_floor) + " applied to " +
               std::to_string(bn.floored) + " channels of " + n.name;
+      msg += " (" + guard + ")";
     }
     log->note(kPass, p.name, msg, guard);
   }
