@@ -2,6 +2,7 @@
 
 #include "codegen/lower.h"
 #include "codegen/symbolic.h"
+#include "ir/error.h"
 #include "ir/shape_inference.h"
 
 namespace fusor {
@@ -15,21 +16,38 @@ std::shared_ptr<const ReferenceSpecs> SymbolicReferences::reference_for(const Gr
   for (size_t i = 0; i < g.inputs().size() && i < key.inputs.size(); ++i) bind_input(g, g.inputs()[i], key.inputs[i], &dims);
   auto it = dims.find(dim_);
   if (it == dims.end()) return nullptr;
+  // Size 64 (65 when the key is at 64): far from the degenerate sizes 1 and 2. A model that
+  // cannot take it (a position table shorter than 65 entries) is symbolized against the
+  // size one below the key's, or above it at sizes 1 and 2; a graph that takes neither
+  // gets no reference, and its first plan runs on the first tier.
   constexpr int64_t kReferenceSize = 64;
-  it->second = it->second == kReferenceSize ? kReferenceSize + 1 : kReferenceSize;
-  PlanKey ref_key = key;
-  ref_key.inputs = input_types_from_dims(g, dims);
-  return references_.get_or_build(ref_key, [&] {
-    auto ref = std::make_shared<ReferenceSpecs>();
-    const FusedGraph f = fuser_.fuse(g, ref_key.inputs);
-    uint64_t bytes = sizeof(ReferenceSpecs);
-    for (const FusionGroup& grp : f.groups) {
-      const bool kernel_kind = grp.kind != GroupKind::View && grp.kind != GroupKind::Opaque;
-      ref->specs.push_back(kernel_kind ? lower_group(f, grp, nullptr) : std::nullopt);
-      if (ref->specs.back()) bytes += ref->specs.back()->key_bytes().size();
+  const int64_t size = it->second;
+  const int64_t candidates[] = {size == kReferenceSize ? kReferenceSize + 1 : kReferenceSize,
+                                size > 2 ? size - 1 : size + 1};
+  for (int64_t candidate : candidates) {
+    it->second = candidate;
+    PlanKey ref_key = key;
+    ref_key.inputs = input_types_from_dims(g, dims);
+    try {
+      return references_.get_or_build(ref_key, [&] {
+        auto ref = std::make_shared<ReferenceSpecs>();
+        const FusedGraph f = fuser_.fuse(g, ref_key.inputs);
+        uint64_t bytes = sizeof(ReferenceSpecs);
+        for (const FusionGroup& grp : f.groups) {
+          const bool kernel_kind = grp.kind != GroupKind::View && grp.kind != GroupKind::Opaque;
+          ref->specs.push_back(kernel_kind ? lower_group(f, grp, nullptr) : std::nullopt);
+          if (ref->specs.back()) bytes += ref->specs.back()->key_bytes().size();
+        }
+        return SizedValue<ReferenceSpecs>{ref, bytes};
+      });
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::ShapeMismatch && e.code() != ErrorCode::InvalidArgument &&
+          e.code() != ErrorCode::InvalidGraph) {
+        throw;
+      }
     }
-    return SizedValue<ReferenceSpecs>{ref, bytes};
-  });
+  }
+  return nullptr;
 }
 
 GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const ReferenceSpecs& ref, JitBackend& jit,

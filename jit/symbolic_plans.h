@@ -37,8 +37,9 @@ class SymbolicReferences {
   /// References of the dim `dim` (empty: none) fused by `fuser`.
   SymbolicReferences(std::string dim, const Fuser& fuser);
   /// The reference specs key's size of the dim is symbolized against: g's groups lowered
-  /// at size 64 of it (65 when key is at 64). nullptr when the dim is off or g has no dim
-  /// of that name.
+  /// at size 64 of it (65 when key is at 64; the key's size - 1, or + 1 at sizes 1 and 2,
+  /// when g cannot take that size). nullptr when the dim is off, g has no dim of that
+  /// name, or g traces at neither size.
   std::shared_ptr<const ReferenceSpecs> reference_for(const Graph& g, const PlanKey& key);
 
  private:
