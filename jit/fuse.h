@@ -9,6 +9,7 @@
 
 #include "codegen/parallel.h"
 #include "ir/passes/pipeline.h"
+#include "ir/shape_inference.h"
 #include "jit/engine_types.h"
 #include "jit/shared_constants.h"
 
@@ -17,6 +18,16 @@ namespace fusor {
 /// The fusion options an engine runs with: EngineOptions::fusion, or every pass off when
 /// EngineOptions::fuse is.
 FusionOptions effective_fusion(const EngineOptions& options);
+
+/// The trace-time constant evaluator every runtime stage uses: one node on the static
+/// kernels, on `parallel`.
+ConstantEvaluator static_constant_evaluator(Parallel& parallel);
+
+/// The types of g's outputs (g.outputs() order) when its inputs are bound to `dims`: g
+/// verified and traced as a run traces it (shape computations folded on one thread), so
+/// exported graphs whose Reshape targets are computed from Shape get their real shapes.
+/// Throws InvalidArgument naming an unbound dim, and g's own errors.
+std::vector<TensorType> output_types(const Graph& g, const DimBindings& dims);
 
 /// Traces and fuses graphs for one engine. Thread-safe.
 class Fuser {

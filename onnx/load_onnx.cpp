@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/op_kind.h"
+#include "ir/text_format.h"
 #include "onnx/build_graph.h"
 #include "onnx/model_files.h"
 #include "onnx/op_forms.h"
@@ -67,6 +68,10 @@ bool is_onnx_file(const std::string& path) {
   bool onnx = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::read(fd, &first, 1) == 1 && first == 0x08;
   ::close(fd);
   return onnx;
+}
+
+Graph load_model(const std::string& path, const OnnxOptions& options) {
+  return is_onnx_file(path) ? load_onnx(path, options) : load_graph(path);
 }
 
 std::vector<OnnxOperatorUse> onnx_operators_used(const std::string& path) {

@@ -70,6 +70,11 @@ Tensor read_onnx_tensor(const std::string& path, std::string* name = nullptr);
 /// does (field 1, ir_version) where a text graph cannot. Does not validate the file.
 bool is_onnx_file(const std::string& path);
 
+/// Loads the graph at `path`: an ONNX model when is_onnx_file says so (load_onnx, with
+/// `options`), else a graph in fusor's text format (load_graph). What the command-line
+/// tool and the Python package take wherever they take a model.
+Graph load_model(const std::string& path, const OnnxOptions& options = {});
+
 /// One operator a model uses: its domain ("" for the default domain), op_type and how many
 /// nodes use it.
 struct OnnxOperatorUse {

@@ -6,19 +6,11 @@
 #include "ir/op_schema.h"
 #include "ir/text_format.h"
 #include "ir/verifier.h"
+#include "jit/fuse.h"
 
 namespace fusor::test {
 
-ConstantEvaluator static_evaluator() {
-  return [](const Node& n, const std::vector<const Tensor*>& ins, const std::vector<TensorType>& types) {
-    std::vector<Tensor> outs;
-    for (const TensorType& t : types) outs.push_back(Tensor::empty(t.dtype, t.shape));
-    StaticKernelArgs args{n, ins, {}, serial_parallel()};
-    for (Tensor& t : outs) args.outputs.push_back(&t);
-    run_static_kernel(args);
-    return outs;
-  };
-}
+ConstantEvaluator static_evaluator() { return static_constant_evaluator(serial_parallel()); }
 
 FusedGraph fuse_text(const std::string& text, const DimBindings& dims, const FusionOptions& options) {
   Graph g = parse_graph(text);

@@ -14,10 +14,9 @@
 namespace fusor::cli {
 
 Graph load_model(const std::string& path) {
-  if (!is_onnx_file(path)) return load_graph(path);
   OnnxOptions options;
   options.warn = warn_to_stderr;
-  return load_onnx(path, options);
+  return fusor::load_model(path, options);
 }
 
 Tensor read_input_file(const std::string& path) {
