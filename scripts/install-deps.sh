@@ -8,7 +8,8 @@ PKGS=(build-essential cmake ninja-build pkg-config
       doctest-dev libbenchmark-dev libopenblas-dev libasmjit-dev
       llvm-16-dev zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
       libprotobuf-dev libonnx-dev libonnx-testdata
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev
+      python3-dev python3-venv)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
