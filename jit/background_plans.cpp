@@ -2,7 +2,39 @@
 
 #include "jit/kernel_source.h"
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace fusor {
+
+namespace {
+
+// Note [Background priority]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The thread that builds final plans runs at nice +kBackgroundNice, so that compiling never
+// takes a core from a run. A first plan exists so that a new shape is served at once; at
+// the same priority, the LLVM compile it starts competes with that very run (and with the
+// engine's spinning workers, the caller's other threads, the rest of the machine), and
+// the scheduler splits the cores between them. Measured on a 2-vCPU Zen 5 with another
+// build running beside it, the BERT layer at one thread, the first run at a new length T=128
+// after T=16 (`symbolic_dim`): 21-31 ms at the same priority, 11-13 ms at nice +10, as
+// fast as with no background compile at all (`specialize` off: 11-13 ms). The compile
+// still gets a tenth of a busy core (CFS weights 110 against 1024), so under full load the
+// final kernels arrive in seconds rather than never; on an idle core it runs at full speed.
+// Linux sets the nice value per thread (setpriority on the thread's id); elsewhere, and
+// where it is refused, the thread keeps its priority.
+constexpr int kBackgroundNice = 10;
+
+void lower_this_threads_priority() {
+#if defined(__linux__)
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBackgroundNice);
+#endif
+}
+
+}  // namespace
 
 BackgroundPlans::BackgroundPlans(Build build, Recharge recharge, std::function<void(const std::string&)> warn)
     : build_(std::move(build)), recharge_(std::move(recharge)), warn_(std::move(warn)) {}
@@ -31,6 +63,7 @@ void BackgroundPlans::drain() {
 
 void BackgroundPlans::loop() {
   count_compiles_as_background();
+  lower_this_threads_priority();  // Note [Background priority]
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });

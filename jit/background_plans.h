@@ -16,7 +16,8 @@
 // fails leaves the first plan in place and warns. Compiles on this thread count as
 // kernels_compiled_background. With tiering the first plan is on asmjit kernels and the
 // final one keeps the faster of the two kernels per group (Note [Tiering]); with
-// symbolic_dim it is on symbolic kernels (Note [Symbolic first plans]).
+// symbolic_dim it is on symbolic kernels (Note [Symbolic first plans]). The thread runs at a
+// lower priority than the runs it serves (Note [Background priority], background_plans.cpp).
 #pragma once
 
 #include <atomic>

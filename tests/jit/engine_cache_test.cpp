@@ -3,9 +3,11 @@
 // asking for one new shape at once (single flight) or for many shapes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "ir/text_format.h"
@@ -278,6 +280,41 @@ TEST_SUITE("jit/background") {
     for (int v : ok) CHECK(v == 20);
     e->drain();
     CHECK(e->stats().background_swaps == 1);
+  }
+
+  TEST_CASE("the background compile runs below the priority of the runs it serves") {
+    // Note [Background priority]: the thread that builds final plans runs at nice +10; the
+    // caller's threads keep theirs. Read from /proc: each thread's nice value (the 19th
+    // field of /proc/self/task/<tid>/stat, counted after the command name).
+    auto nice_values = [] {
+      std::vector<int> v;
+      for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream in(task.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+        std::string f;
+        for (int i = 3; i <= 19 && fields >> f; ++i) {
+        }
+        if (!f.empty()) v.push_back(std::stoi(f));
+      }
+      return v;
+    };
+    if (!std::filesystem::exists("/proc/self/task")) {
+      MESSAGE("skipped: no /proc/self/task to read thread priorities from");
+      return;
+    }
+    const std::vector<int> before = nice_values();
+    Graph g = parse_graph(kGraph);
+    EngineOptions o;
+    o.disk_cache = false;
+    o.background_compile = true;
+    auto e = engine_in("", nullptr, o);
+    if (!e) return;
+    check_close(e->run(g, input(17)), reference(g, 17));
+    e->drain();  // the thread stays, waiting for the next job
+    const std::vector<int> after = nice_values();
+    CHECK(std::count(after.begin(), after.end(), 10) == std::count(before.begin(), before.end(), 10) + 1);
+    CHECK(std::count(after.begin(), after.end(), 0) >= 1);  // this thread, unchanged
   }
 
   TEST_CASE("an engine destroyed with background work pending does not hang or crash") {
