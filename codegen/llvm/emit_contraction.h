@@ -43,6 +43,11 @@ struct ContractionTiling {
   std::string str() const;
 };
 
+/// bf16: the bytes of A pairs (a task's rows, k/2 pairs of 4 bytes each) a task converts once,
+/// at its start, on the stack; a bf16 task with panels outer takes no more rows than fit
+/// (Note [Contraction kernels]).
+inline constexpr int64_t kBf16TaskABytes = 256 * 1024;
+
 /// The m a symbolic GEMM's tile and task split are chosen for (Note [Symbolic kernels]):
 /// a sequence of 128 tokens, the middle of BERT's usual range.
 inline constexpr int64_t kSymbolicTypicalM = 128;

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
 #include "codegen/precision.h"
@@ -89,6 +90,32 @@ TEST_SUITE("llvm/bf16") {
       CHECK(p.kind == PackKind::Bf16Panels);
       CHECK(p.floats == (k + 1) / 2 * ((n + p.width - 1) / p.width) * p.width);  // half the f32 panels
     }
+  }
+
+  TEST_CASE("a long bf16 product is split by rows so that each task converts its rows once") {
+    // Note [Contraction kernels]: with panels outer (n >= m) a task's rows must fit
+    // kBf16TaskABytes as pairs; these 100 rows of 1500 do not (13 tiles of 8 rows, 24 KB each).
+    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", "100"}, {"@K@", "1500"}, {"@N@", "130"}}), {});
+    int specs = 0;
+    for (const FusionGroup& grp : f.groups) {
+      if (grp.kind != GroupKind::Contraction) continue;
+      std::optional<KernelSpec> spec = lower_group(f, grp, nullptr);
+      REQUIRE(spec);
+      REQUIRE(mark_bf16(*spec));
+      const ContractionTiling t = contraction_tiling(*spec, 16);
+      CAPTURE(t.str());
+      CHECK(t.panel_outer);
+      CHECK(t.tiles_per_chunk * t.mr * 750 * 4 <= kBf16TaskABytes);
+      CHECK(t.m_chunks >= 2);
+      ++specs;
+    }
+    CHECK(specs == 1);
+    LlvmBackend* be = bf16_backend_or_skip();
+    if (!be) return;
+    // Every row chunk and panel chunk against the references (a task that converted the wrong
+    // rows, or too few, fails by the size of the terms).
+    Checked c = check_bf16(*be, f, {{"a", test::randn({1, 100, 1500}, 7)}});
+    CHECK(c.kernels == 1);
   }
 
   TEST_CASE("bf16 matmul with gelu and residual epilogues, batches and a transposed A") {
