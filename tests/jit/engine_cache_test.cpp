@@ -60,6 +60,14 @@ std::unique_ptr<Engine> engine_in(const std::string& dir, Recorder* rec = nullpt
   }
 }
 
+// An engine with background_compile and no persistent store (null where llvm is missing).
+std::unique_ptr<Engine> background_engine() {
+  EngineOptions o;
+  o.disk_cache = false;
+  o.background_compile = true;
+  return engine_in("", nullptr, o);
+}
+
 TensorMap input(int64_t t) { return {{"x", test::randn({t, 24}, uint64_t(t))}}; }
 
 TensorMap reference(const Graph& g, int64_t t) {
@@ -257,10 +265,7 @@ TEST_SUITE("jit/background") {
 
   TEST_CASE("runs racing the swap from many threads all get correct results") {
     Graph g = parse_graph(kGraph);
-    EngineOptions o;
-    o.disk_cache = false;
-    o.background_compile = true;
-    auto e = engine_in("", nullptr, o);
+    auto e = background_engine();
     if (!e) return;
     TensorMap want = reference(g, 13);
     std::vector<std::thread> threads;
@@ -305,10 +310,7 @@ TEST_SUITE("jit/background") {
     }
     const std::vector<int> before = nice_values();
     Graph g = parse_graph(kGraph);
-    EngineOptions o;
-    o.disk_cache = false;
-    o.background_compile = true;
-    auto e = engine_in("", nullptr, o);
+    auto e = background_engine();
     if (!e) return;
     check_close(e->run(g, input(17)), reference(g, 17));
     e->drain();  // the thread stays, waiting for the next job
@@ -319,10 +321,7 @@ TEST_SUITE("jit/background") {
 
   TEST_CASE("an engine destroyed with background work pending does not hang or crash") {
     Graph g = parse_graph(kGraph);
-    EngineOptions o;
-    o.disk_cache = false;
-    o.background_compile = true;
-    auto e = engine_in("", nullptr, o);
+    auto e = background_engine();
     if (!e) return;
     for (int64_t t : {2, 3, 4, 5}) e->run(g, input(t));
     e.reset();  // pending jobs are dropped, the running one finishes
