@@ -4,6 +4,7 @@
 #include <map>
 
 #include "codegen/asmjit/asmjit_backend.h"
+#include "codegen/lower.h"
 #include "ir/error.h"
 #include "jit/executor.h"
 
@@ -51,6 +52,20 @@ std::vector<HostJit> host_jits_or_skip(BackendKind kind) {
   if (it == made.end()) it = made.emplace(kind, make_instances(kind)).first;
   if (it->second.jits.empty()) MESSAGE("skipped: " << std::string(backend_name(kind)) << ": " << it->second.why);
   return it->second.jits;
+}
+
+bool takes_or_skip(const HostJit& jit, const FusedGraph& f, GroupKind kind) {
+  for (const FusionGroup& grp : f.groups) {
+    if (grp.kind != kind) continue;
+    std::string why;
+    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+    REQUIRE_MESSAGE(spec, "not lowered: ", why);
+    if (!jit.backend->supports(*spec, &why)) {
+      MESSAGE("skipped: " << jit.label << " declines " << spec->name << ": " << why);
+      return false;
+    }
+  }
+  return true;
 }
 
 namespace detail {

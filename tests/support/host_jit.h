@@ -15,6 +15,7 @@
 
 #include "codegen/backends.h"
 #include "codegen/compiled_kernel.h"
+#include "ir/passes/pipeline.h"
 
 namespace fusor::test {
 
@@ -30,6 +31,12 @@ struct HostJit {
 /// are emitted for each instruction set). Empty after a MESSAGE "skipped: ..." saying why
 /// when the backend is not built in or the host lacks what it needs (DeviceUnavailable).
 std::vector<HostJit> host_jits_or_skip(BackendKind kind);
+
+/// Whether `jit` takes every group of `kind` in f (JitBackend::supports). When it declines
+/// one: false after a MESSAGE "skipped: <backend> declines <kernel>: <why>", so CTest
+/// reports the case as skipped. Only for a case whose every spec may be declined: a skip
+/// marks the whole case, whatever else it checked.
+bool takes_or_skip(const HostJit& jit, const FusedGraph& f, GroupKind kind);
 
 namespace detail {
 
