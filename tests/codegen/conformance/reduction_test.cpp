@@ -288,4 +288,27 @@ output z
     CHECK(check_reduction(be, f, {{"x", test::make(DType::F32, Shape{4, 40}, v)}}, tol).kernels == 1);
   }
 
+  FUSOR_HOST_JIT_TEST_CASE("malformed row reduction specs are declined with the reason") {
+    JitBackend& be = *jit.backend;
+    FusedGraph f = test::fuse_text("graph g\ninput x: f32[4, 8]\ny = Softmax(x) {axis=-1}\noutput y\n", {});
+    std::string why;
+    KernelSpec spec = *lower_group(f, f.groups.back(), &why);
+    REQUIRE(be.supports(spec, &why));
+    KernelSpec stat_in_prologue = spec;
+    ScalarExpr stat{ScalarOp::RowStat, DType::F32};
+    stat_in_prologue.reduction.prologue.nodes.push_back(stat);
+    KernelSpec no_value = spec;
+    no_value.reduction.prologue = ExprGraph{};
+    KernelSpec reads_output = spec;
+    reads_output.reduction.prologue.accesses[0].buffer = reads_output.reduction.epilogue.accesses[0].buffer;
+    reads_output.reduction.prologue.accesses[0].dtype = DType::F32;
+    for (const KernelSpec* s : {&stat_in_prologue, &no_value, &reads_output}) {
+      std::string reason;
+      CHECK_FALSE(be.supports(*s, &reason));
+      CHECK_FALSE(reason.empty());
+      std::string msg;
+      CHECK(test::error_of([&] { be.compile(*s); }, &msg) == ErrorCode::Unsupported);
+      CHECK(msg.find(reason) != std::string::npos);
+    }
+  }
 }
