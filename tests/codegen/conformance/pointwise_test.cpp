@@ -408,6 +408,31 @@ output s
     }
   }
 
+  FUSOR_HOST_JIT_TEST_CASE("outputs of 32 MiB and more compute what small ones do") {
+    JitBackend& be = *jit.backend;
+    // Rows of 2049 floats: a row segment's outputs are 32-byte aligned only in every eighth
+    // row, and the task chunks (multiples of 64 elements) cut rows into segments shorter
+    // than a block; at 4099 rows each output is at the streaming threshold on its own (llvm
+    // streams them, Note [Streaming stores]: both its paths run), at 17 rows none is.
+    const char* text = R"(graph g
+input x: f32[@R@, 2049]
+input y: f32[2049]
+a = Add(x, y)
+s = Mul(a, x)
+t = Sub(x, y)
+u = Relu(t)
+output s
+output u
+)";
+    for (int64_t rows : {int64_t(4099), int64_t(17)}) {
+      CAPTURE(rows);
+      FusedGraph f = test::fuse_text(with(text, "@R@", std::to_string(rows)), {});
+      Checked c = check_pointwise(be, f, {{"x", test::randn({rows, 2049}, 1)}, {"y", test::randn({2049}, 2)}},
+                                  Bound{4 * kUlp, 0, 4 * kDenormUlp, rows < 100});
+      CHECK(c.kernels >= 1);
+    }
+  }
+
   FUSOR_HOST_JIT_TEST_CASE("strided and transposed stores and bool conditions of every stride") {
     JitBackend& be = *jit.backend;
     for (int64_t n : {1, 7, 8, 9, 16, 17, 40}) {
