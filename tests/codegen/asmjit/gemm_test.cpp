@@ -11,26 +11,12 @@
 #include "codegen/asmjit/asmjit_backend.h"
 #include "codegen/lower.h"
 #include "tests/codegen/asmjit/asmjit_test_util.h"
+#include "tests/support/contraction_util.h"
 #include "tests/support/pass_util.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 
 using namespace fusor;
-
-namespace {
-
-using test::with;
-
-const char* kMatmulBias = R"(graph g
-input a: f32[@B@, @M@, @K@]
-const w: f32[@K@, @N@] = randn(seed=1, std=1)
-const bias: f32[@N@] = randn(seed=2, std=1)
-m = MatMul(a, w)
-y = Add(m, bias)
-output y
-)";
-
-}  // namespace
 
 TEST_SUITE("asmjit/gemm") {
   TEST_CASE("batched matmuls of two activations whose k is beyond the packing limit are taken") {
@@ -68,7 +54,7 @@ output y
       AsmjitBackend::Options options = be0->options();
       options.dump_dir = dir.path().string();
       std::unique_ptr<AsmjitBackend> be = make_asmjit_backend(options);
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", "64"}, {"@K@", "64"}, {"@N@", "64"}}), {});
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 64, 64, 64), {});
       std::string why;
       std::optional<KernelSpec> spec = lower_group(f, f.groups.back(), &why);
       REQUIRE(spec);

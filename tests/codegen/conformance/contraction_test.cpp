@@ -7,11 +7,10 @@
 // code, its tiling, Winograd, prepacked weights, objects reloaded, bf16, declined sizes) is
 // in tests/codegen/llvm/contraction_test.cpp and tests/codegen/asmjit/gemm_test.cpp.
 //
-// Tolerance, per element |got - want| <= 1e-5 * |want| + 2e-6 * sqrt(k) * s: each output is
-// a float sum of k products (FMA, in k order), the references sum in other orders
-// (OpenBLAS's blocks; double); with inputs of scale ~1 (weights ~1/sqrt(fan-in) for convs)
-// the rounding of such a sum grows like sqrt(k) ulp of the terms' magnitude s. The serial
-// and pooled runs must agree exactly (a tile's sum does not depend on the split).
+// Tolerance (test::contraction_tol, tests/support/contraction_util.h, which reasons it), per
+// element |got - want| <= 1e-5 * |want| + 2e-6 * sqrt(k) * s, s the magnitude of the
+// products summed. The serial and pooled runs must agree exactly (a tile's sum does not
+// depend on the split).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -21,8 +20,8 @@
 
 #include "codegen/lower.h"
 #include "ir/text_format.h"
+#include "tests/support/contraction_util.h"
 #include "tests/support/host_jit.h"
-#include "tests/support/kernel_util.h"
 #include "tests/support/pass_util.h"
 #include "tests/support/test_util.h"
 
@@ -30,37 +29,10 @@ using namespace fusor;
 
 namespace {
 
-using test::with;
-
-std::string dims(std::initializer_list<int64_t> d) {
-  std::string s;
-  for (int64_t v : d) s += (s.empty() ? "" : ", ") + std::to_string(v);
-  return s;
-}
-
 using test::Checked;
-
-// Every Contraction group of f through `be`, checked against the static run and the
-// interpreter with the tolerance of this file's header; `scale` is the magnitude of the
-// products summed.
-Checked check_contraction(JitBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs,
-                          double scale = 1.0, bool interpret = true) {
-  return test::check_groups(be, f, inputs, GroupKind::Contraction, [&](const KernelSpec& spec) {
-    const ContractionSpec& cs = spec.contraction;
-    const int64_t kk = cs.kind == ContractionSpec::Kind::Gemm ? cs.k : cs.conv.c / cs.conv.group * cs.conv.kh * cs.conv.kw;
-    const double abs_tol = 2e-6 * std::sqrt(double(kk)) * scale;
-    return test::Tol{1e-5, abs_tol, 1e-5, abs_tol, interpret, true};
-  });
-}
-
-const char* kMatmulBias = R"(graph g
-input a: f32[@B@, @M@, @K@]
-const w: f32[@K@, @N@] = randn(seed=1, std=1)
-const bias: f32[@N@] = randn(seed=2, std=1)
-m = MatMul(a, w)
-y = Add(m, bias)
-output y
-)";
+using test::check_contractions;
+using test::dims;
+using test::with;
 
 // Q·Kᵀ of batch [2, 3]: q [m, k] times the transposed kt [n, k], scaled.
 std::string qkt_graph(int64_t m, int64_t k, int64_t n) {
@@ -93,10 +65,9 @@ TEST_SUITE("conformance/contraction") {
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", std::to_string(k)},
-                                                        {"@N@", std::to_string(n)}}),
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n),
                                      {});
-      CHECK(check_contraction(be, f, {{"a", test::randn({1, m, k}, uint64_t(m * 1000 + n))}}).kernels == 1);
+      CHECK(check_contractions(be, f, {{"a", test::randn({1, m, k}, uint64_t(m * 1000 + n))}}).kernels == 1);
     }
   }
 
@@ -115,7 +86,7 @@ z = Relu(y)
 output z
 )",
                                    {});
-    CHECK(check_contraction(be, f, {{"a", test::randn({2, 19, 40}, 1)}, {"r", test::randn({2, 19, 70}, 2)}}, 0.3).kernels == 1);
+    CHECK(check_contractions(be, f, {{"a", test::randn({2, 19, 40}, 1)}, {"r", test::randn({2, 19, 70}, 2)}}, 0.3).kernels == 1);
   }
 
   FUSOR_HOST_JIT_TEST_CASE("cheap epilogues on the accumulator registers with strided and broadcast operands") {
@@ -146,7 +117,7 @@ output z
 )",
                                           {{"@M@", std::to_string(m)}, {"@N@", std::to_string(n)}}),
                                      {});
-      CHECK(check_contraction(be, f, {{"a", test::randn({2, m, 40}, 1)}, {"r", test::randn({2, n, m}, 2)}}, 0.3).kernels == 1);
+      CHECK(check_contractions(be, f, {{"a", test::randn({2, m, 40}, 1)}, {"r", test::randn({2, n, m}, 2)}}, 0.3).kernels == 1);
     }
   }
 
@@ -160,7 +131,7 @@ output z
       CAPTURE(k);
       CAPTURE(n);
       FusedGraph f = test::fuse_text(qkt_graph(m, k, n), {});
-      Checked c = check_contraction(be, f, {{"q", test::randn({2, 3, m, k}, 1)}, {"kt", test::randn({2, 3, n, k}, 2)}});
+      Checked c = check_contractions(be, f, {{"q", test::randn({2, 3, m, k}, 1)}, {"kt", test::randn({2, 3, n, k}, 2)}});
       CHECK(c.kernels == 1);
       for (const auto& kernel : c.compiled) CHECK(kernel->prepacks.empty());  // B is not constant: nothing to pack ahead
     }
@@ -172,7 +143,7 @@ y = MatMul(a, b)
 output y
 )",
                                    {});
-    CHECK(check_contraction(be, f, {{"a", test::randn({4, 1, 11, 13}, 3)}, {"b", test::randn({1, 3, 13, 21}, 4)}}).kernels == 1);
+    CHECK(check_contractions(be, f, {{"a", test::randn({4, 1, 11, 13}, 3)}, {"b", test::randn({1, 3, 13, 21}, 4)}}).kernels == 1);
   }
 
   // A case of its own because a backend may decline it (llvm: "k too long for a stack
@@ -182,7 +153,7 @@ output y
     const int64_t m = 9, k = 2100, n = 19;
     FusedGraph f = test::fuse_text(qkt_graph(m, k, n), {});
     if (!test::takes_or_skip(jit, f, GroupKind::Contraction)) return;
-    Checked c = check_contraction(be, f, {{"q", test::randn({2, 3, m, k}, 1)}, {"kt", test::randn({2, 3, n, k}, 2)}});
+    Checked c = check_contractions(be, f, {{"q", test::randn({2, 3, m, k}, 1)}, {"kt", test::randn({2, 3, n, k}, 2)}});
     CHECK(c.kernels == 1);
     for (const auto& kernel : c.compiled) CHECK(kernel->prepacks.empty());
   }
@@ -200,7 +171,7 @@ output y
                                            "] = randn(seed=4, std=1)\ny = Gemm(a, b, c) {alpha=0.5, beta=2.0, transA=" +
                                            std::to_string(ta) + ", transB=" + std::to_string(tb) + "}\noutput y\n",
                                        {});
-        CHECK(check_contraction(be, f, {{"a", ta ? test::randn({k, m}, 5) : test::randn({m, k}, 5)}}).kernels == 1);
+        CHECK(check_contractions(be, f, {{"a", ta ? test::randn({k, m}, 5) : test::randn({m, k}, 5)}}).kernels == 1);
       }
   }
 
@@ -235,7 +206,7 @@ output y
         << v.dil << ", " << v.dil << "], pads=[" << v.pad << ", " << v.pad << ", " << v.pad << ", " << v.pad << "]}\n"
         << "y = Relu(c)\noutput y\n";
       FusedGraph f = test::fuse_text(g.str(), {});
-      CHECK(check_contraction(be, f, {{"x", test::randn({v.n, v.c, v.h, v.w}, 9)}}).kernels == 1);
+      CHECK(check_contractions(be, f, {{"x", test::randn({v.n, v.c, v.h, v.w}, 9)}}).kernels == 1);
     }
   }
 
@@ -248,7 +219,7 @@ output y
       CAPTURE(h);
       CAPTURE(w);
       FusedGraph f = test::fuse_text(print_graph(g), {{"N", 1}, {"H", h}, {"W", w}});
-      CHECK(check_contraction(be, f, {{"x", test::randn({1, 256, h, w}, 11)}}, 1.0, h < 20).kernels == 3);
+      CHECK(check_contractions(be, f, {{"x", test::randn({1, 256, h, w}, 11)}}, 1.0, h < 20).kernels == 3);
     }
   }
 
@@ -265,7 +236,7 @@ y = Add(g, r)
 output y
 )",
                                    {});
-    CHECK(check_contraction(be, f, {{"x", test::randn({2, 6, 9, 11}, 1)}, {"r", test::randn({2, 10, 9, 11}, 2)}}).kernels == 1);
+    CHECK(check_contractions(be, f, {{"x", test::randn({2, 6, 9, 11}, 1)}, {"r", test::randn({2, 10, 9, 11}, 2)}}).kernels == 1);
   }
 
 }

@@ -5,24 +5,21 @@
 // transposes, batches, epilogues; Conv2d swept over strides, padding, dilation and groups;
 // the resnet bottleneck) are in tests/codegen/conformance/contraction_test.cpp.
 //
-// Tolerance of the kernels run here, per element |got - want| <= 1e-5 * |want| +
-// 2e-6 * sqrt(k) * s: each output is a float sum of k products (FMA, in k order), the
-// references sum in other orders (OpenBLAS's blocks; double); with inputs of scale ~1
-// (weights ~1/sqrt(fan-in) for convs) the rounding of such a sum grows like sqrt(k) ulp of
-// the terms' magnitude s. The serial and pooled runs must agree exactly.
+// The kernels run here are checked with test::contraction_tol (tests/support/
+// contraction_util.h, which reasons it); the serial and pooled runs must agree exactly.
 #include <doctest/doctest.h>
-
-#include <set>
 
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
 #include "ir/text_format.h"
+#include "tests/support/contraction_util.h"
 #include "tests/support/llvm_util.h"
 #include "tests/support/pass_util.h"
 #include "tests/support/temp_dir.h"
@@ -30,41 +27,10 @@
 
 using namespace fusor;
 
-namespace {
-
-using test::with;
-
-std::string dims(std::initializer_list<int64_t> d) {
-  std::string s;
-  for (int64_t v : d) s += (s.empty() ? "" : ", ") + std::to_string(v);
-  return s;
-}
-
 using test::Checked;
-
-// Every Contraction group of f through the llvm backend, checked against the static run and
-// the interpreter with the tolerance of this file's header; `scale` is the magnitude of the
-// products summed.
-Checked check_contraction(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs,
-                          double scale = 1.0, bool interpret = true) {
-  return test::check_groups(be, f, inputs, GroupKind::Contraction, [&](const KernelSpec& spec) {
-    const ContractionSpec& cs = spec.contraction;
-    const int64_t kk = cs.kind == ContractionSpec::Kind::Gemm ? cs.k : cs.conv.c / cs.conv.group * cs.conv.kh * cs.conv.kw;
-    const double abs_tol = 2e-6 * std::sqrt(double(kk)) * scale;
-    return test::Tol{1e-5, abs_tol, 1e-5, abs_tol, interpret, true};
-  });
-}
-
-const char* kMatmulBias = R"(graph g
-input a: f32[@B@, @M@, @K@]
-const w: f32[@K@, @N@] = randn(seed=1, std=1)
-const bias: f32[@N@] = randn(seed=2, std=1)
-m = MatMul(a, w)
-y = Add(m, bias)
-output y
-)";
-
-}  // namespace
+using test::check_contractions;
+using test::dims;
+using test::with;
 
 TEST_SUITE("llvm/contraction") {
   TEST_CASE("the constant weights of a matmul are packed once across sizes around the tiles") {
@@ -81,8 +47,7 @@ TEST_SUITE("llvm/contraction") {
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", std::to_string(k)},
-                                                        {"@N@", std::to_string(n)}}),
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n),
                                      {});
       int kernels = 0;
       for (const FusionGroup& grp : f.groups) {
@@ -100,7 +65,7 @@ TEST_SUITE("llvm/contraction") {
   TEST_CASE("a kernel loaded from its object computes what the compiled one does") {
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
-    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "2"}, {"@M@", "13"}, {"@K@", "40"}, {"@N@", "70"}}), {});
+    FusedGraph f = test::fuse_text(test::matmul_bias_graph(2, 13, 40, 70), {});
     std::map<std::string, Tensor> inputs{{"a", test::randn({2, 13, 40}, 4)}};
     std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
     for (const FusionGroup& grp : f.groups) {
@@ -151,7 +116,7 @@ output y
     o.dump_dir = dir.path().string();
     std::unique_ptr<LlvmBackend> dumping = make_llvm_backend(o);
     FusedGraph f = test::fuse_text(
-        with(kMatmulBias, {{"@B@", "1"}, {"@M@", "64"}, {"@K@", "64"}, {"@N@", "96"}}), {});
+        test::matmul_bias_graph(1, 64, 64, 96), {});
     for (const FusionGroup& grp : f.groups) {
       if (grp.kind != GroupKind::Contraction) continue;
       std::string why;
@@ -212,7 +177,7 @@ output c
       CHECK_FALSE(contraction_tiling(*ss, 16).flat);
     }
     if (LlvmBackend* be = test::llvm_backend_or_skip()) {
-      Checked c = check_contraction(*be, sh, {{"x", test::randn({1, 5, 11, 9}, 3)}});
+      Checked c = check_contractions(*be, sh, {{"x", test::randn({1, 5, 11, 9}, 3)}});
       CHECK(c.kernels == 1);
     }
     // Valid (unpadded) convolutions have narrower output rows: panels stay within a row.
@@ -269,7 +234,7 @@ output c
       if (!be) continue;
       std::map<std::string, Tensor> inputs{{"x", test::randn({v.n, v.c, v.h, v.w}, 9)}};
       if (v.residual) inputs["r"] = test::randn({v.n, v.m, oh, ow}, 10);
-      Checked c = check_contraction(*be, f, inputs, 1.0, v.c * v.h * v.w < 20000);
+      Checked c = check_contractions(*be, f, inputs, 1.0, v.c * v.h * v.w < 20000);
       CHECK(c.kernels == 1);
     }
   }
@@ -279,8 +244,7 @@ output c
     // rows the far prefetch within the panel is the only one.)
     for (int64_t m : {16, 64, 65, 128}) {
       CAPTURE(m);
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", "768"},
-                                                        {"@N@", "3072"}}),
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, 768, 3072),
                                      {});
       std::optional<KernelSpec> spec = lower_group(f, f.groups[0], nullptr);
       REQUIRE(spec);
@@ -298,8 +262,7 @@ output c
     // The BERT FFN-up GEMM (k 768, n 3072) at lengths whose best free tile widths differ.
     std::set<int64_t> widths, rows;
     for (int64_t m : {1, 16, 37, 61, 128, 174, 384, 500}) {
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", "768"},
-                                                        {"@N@", "3072"}}),
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, 768, 3072),
                                      {});
       std::optional<KernelSpec> spec = lower_group(f, f.groups[0], nullptr);
       REQUIRE(spec);
