@@ -35,6 +35,29 @@ output y
               {{"@B@", std::to_string(b)}, {"@M@", std::to_string(m)}, {"@K@", std::to_string(k)}, {"@N@", std::to_string(n)}});
 }
 
+/// The {m, k, n} of the matmul size sweeps: 1, odd sizes, the vector widths (8, 16) +-1,
+/// panel and tile widths (16, 32, 48, 64) +-1, tile rows (4, 6) +-1, the task rows (64) +-1,
+/// and k x 32 floats beyond asmjit's packing limit (128 KiB), where it reads B in place.
+inline constexpr int64_t kMatmulSweep[][3] = {
+    {1, 1, 1},     {1, 7, 5},      {3, 15, 17},    {5, 16, 31},    {7, 33, 32},   {6, 9, 33},   {13, 9, 47},
+    {16, 64, 48},  {17, 65, 63},   {29, 3, 100},   {63, 5, 15},    {64, 128, 65}, {65, 11, 9},  {100, 7, 1},
+    {9, 300, 129}, {128, 768, 96}, {130, 768, 96}, {7, 1100, 45},  {13, 2100, 17}};
+
+/// Q·Kᵀ of batch [2, 3]: input q [.., m, k] times input kt [.., n, k] transposed (B's
+/// columns strided, not constant), scaled by 0.125; output y.
+inline std::string batched_qkt_graph(int64_t m, int64_t k, int64_t n) {
+  return with(R"(graph g
+input q: f32[2, 3, @M@, @K@]
+input kt: f32[2, 3, @N@, @K@]
+const scale: f32[] = [0.125]
+k = Transpose(kt) {perm=[0, 1, 3, 2]}
+s = MatMul(q, k)
+y = Mul(s, scale)
+output y
+)",
+              {{"@M@", std::to_string(m)}, {"@K@", std::to_string(k)}, {"@N@", std::to_string(n)}});
+}
+
 /// The tolerance of a contraction's f32 outputs, per element |got - want| <= 1e-5 * |want|
 /// + 2e-6 * sqrt(k) * scale against the static kernels and the interpreter: each output is
 /// a float sum of k products (FMA, in k order), the references sum in other orders

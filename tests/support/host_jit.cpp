@@ -4,9 +4,9 @@
 #include <map>
 
 #include "codegen/asmjit/asmjit_backend.h"
-#include "codegen/lower.h"
 #include "ir/error.h"
 #include "jit/executor.h"
+#include "tests/support/kernel_util.h"
 
 namespace fusor::test {
 
@@ -55,13 +55,10 @@ std::vector<HostJit> host_jits_or_skip(BackendKind kind) {
 }
 
 bool takes_or_skip(const HostJit& jit, const FusedGraph& f, GroupKind kind) {
-  for (const FusionGroup& grp : f.groups) {
-    if (grp.kind != kind) continue;
+  for (const KernelSpec& spec : lower_groups(f, kind)) {
     std::string why;
-    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
-    REQUIRE_MESSAGE(spec, "not lowered: ", why);
-    if (!jit.backend->supports(*spec, &why)) {
-      MESSAGE("skipped: " << jit.label << " declines " << spec->name << ": " << why);
+    if (!jit.backend->supports(spec, &why)) {
+      MESSAGE("skipped: " << jit.label << " declines " << spec.name << ": " << why);
       return false;
     }
   }

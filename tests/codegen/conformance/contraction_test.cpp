@@ -27,46 +27,20 @@
 
 using namespace fusor;
 
-namespace {
-
 using test::Checked;
 using test::check_contractions;
 using test::dims;
 using test::with;
 
-// Q·Kᵀ of batch [2, 3]: q [m, k] times the transposed kt [n, k], scaled.
-std::string qkt_graph(int64_t m, int64_t k, int64_t n) {
-  return with(R"(graph g
-input q: f32[2, 3, @M@, @K@]
-input kt: f32[2, 3, @N@, @K@]
-const scale: f32[] = [0.125]
-k = Transpose(kt) {perm=[0, 1, 3, 2]}
-s = MatMul(q, k)
-y = Mul(s, scale)
-output y
-)",
-              {{"@M@", std::to_string(m)}, {"@K@", std::to_string(k)}, {"@N@", std::to_string(n)}});
-}
-
-}  // namespace
-
 TEST_SUITE("conformance/contraction") {
   FUSOR_HOST_JIT_TEST_CASE("matmul with a bias across sizes around the tiles") {
     JitBackend& be = *jit.backend;
-    // 1, odd sizes, the vector widths (8, 16) +-1, panel and tile widths (16, 32, 48, 64)
-    // +-1, tile rows (4, 6) +-1 and the task rows (64) +-1.
-    const int64_t sizes[][3] = {{1, 1, 1},    {1, 7, 5},    {3, 15, 17},  {5, 16, 31},   {7, 33, 32},   {6, 9, 33},
-                                {13, 9, 47},  {16, 64, 48}, {17, 65, 63}, {29, 3, 100},  {63, 5, 15},   {64, 128, 65},
-                                {65, 11, 9},  {100, 7, 1},  {9, 300, 129}, {128, 768, 96}, {130, 768, 96},
-                                // k x 32 floats beyond the packing limit (128 KiB): B read in place
-                                {7, 1100, 45}, {13, 2100, 17}};
-    for (const auto& s : sizes) {
+    for (const auto& s : test::kMatmulSweep) {
       const int64_t m = s[0], k = s[1], n = s[2];
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
-      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n),
-                                     {});
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n), {});
       CHECK(check_contractions(be, f, {{"a", test::randn({1, m, k}, uint64_t(m * 1000 + n))}}).kernels == 1);
     }
   }
@@ -130,7 +104,7 @@ output z
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
-      FusedGraph f = test::fuse_text(qkt_graph(m, k, n), {});
+      FusedGraph f = test::fuse_text(test::batched_qkt_graph(m, k, n), {});
       Checked c = check_contractions(be, f, {{"q", test::randn({2, 3, m, k}, 1)}, {"kt", test::randn({2, 3, n, k}, 2)}});
       CHECK(c.kernels == 1);
       for (const auto& kernel : c.compiled) CHECK(kernel->prepacks.empty());  // B is not constant: nothing to pack ahead
@@ -151,7 +125,7 @@ output y
   FUSOR_HOST_JIT_TEST_CASE("batched matmul of two activations whose k is beyond a stack panel") {
     JitBackend& be = *jit.backend;
     const int64_t m = 9, k = 2100, n = 19;
-    FusedGraph f = test::fuse_text(qkt_graph(m, k, n), {});
+    FusedGraph f = test::fuse_text(test::batched_qkt_graph(m, k, n), {});
     if (!test::takes_or_skip(jit, f, GroupKind::Contraction)) return;
     Checked c = check_contractions(be, f, {{"q", test::randn({2, 3, m, k}, 1)}, {"kt", test::randn({2, 3, n, k}, 2)}});
     CHECK(c.kernels == 1);

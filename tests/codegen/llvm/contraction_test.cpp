@@ -36,29 +36,17 @@ TEST_SUITE("llvm/contraction") {
   TEST_CASE("the constant weights of a matmul are packed once across sizes around the tiles") {
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
-    // The sizes of the conformance suite's matmul sweep (tests/codegen/conformance/
-    // contraction_test.cpp, which runs and checks these kernels): 1, odd sizes, the vector
-    // widths (8, 16) +-1, tile widths (32, 48, 64) +-1.
-    const int64_t sizes[][3] = {{1, 1, 1},   {1, 7, 5},    {3, 15, 17},  {5, 16, 31},   {7, 33, 32},
-                                {13, 9, 47}, {16, 64, 48}, {17, 65, 63}, {29, 3, 100},  {64, 128, 65},
-                                {100, 7, 1}, {9, 300, 129}, {128, 768, 96}};
-    for (const auto& s : sizes) {
+    // The conformance suite's matmul sweep (tests/codegen/conformance/contraction_test.cpp
+    // runs and checks these kernels).
+    for (const auto& s : test::kMatmulSweep) {
       const int64_t m = s[0], k = s[1], n = s[2];
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
-      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n),
-                                     {});
-      int kernels = 0;
-      for (const FusionGroup& grp : f.groups) {
-        if (grp.kind != GroupKind::Contraction) continue;
-        std::string why;
-        std::optional<KernelSpec> spec = lower_group(f, grp, &why);
-        REQUIRE_MESSAGE(spec, "not lowered: ", why);
-        ++kernels;
-        CHECK(be->compile(*spec)->prepacks.size() == 1);  // the constant weights are packed once
-      }
-      CHECK(kernels == 1);
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n), {});
+      std::vector<KernelSpec> specs = test::lower_groups(f, GroupKind::Contraction);
+      CHECK(specs.size() == 1);
+      for (const KernelSpec& spec : specs) CHECK(be->compile(spec)->prepacks.size() == 1);  // the constant weights are packed once
     }
   }
 
