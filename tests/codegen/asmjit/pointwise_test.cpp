@@ -17,18 +17,7 @@
 
 using namespace fusor;
 
-namespace {
-
-std::string with(std::string text, const std::string& key, const std::string& value) {
-  for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
-  return text;
-}
-
-std::string unary_graph(const std::string& op, int64_t n) {
-  return with("graph g\ninput x: f32[@N@]\ny = " + op + "\noutput y\n", "@N@", std::to_string(n));
-}
-
-}  // namespace
+using test::unary_graph;
 
 TEST_SUITE("asmjit/pointwise") {
   TEST_CASE("the kernels use the vector registers of their instruction set") {

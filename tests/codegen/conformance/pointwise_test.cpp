@@ -110,14 +110,8 @@ Checked check_pointwise(JitBackend& be, const FusedGraph& f, const std::map<std:
   return c;
 }
 
-std::string with(std::string text, const std::string& key, const std::string& value) {
-  for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
-  return text;
-}
-
-std::string unary_graph(const std::string& op, int64_t n) {
-  return with("graph g\ninput x: f32[@N@]\ny = " + op + "\noutput y\n", "@N@", std::to_string(n));
-}
+using test::unary_graph;
+using test::with;
 
 // Runs a hand-built spec on `be` (serially and split into single tasks) and compares every
 // output buffer with the interpreter exactly. `inputs` holds one tensor per input buffer.
@@ -192,7 +186,7 @@ output r
     Checked total;
     for (int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 35, 1000, 16383, 16384, 16385, 100003}) {
       CAPTURE(n);
-      FusedGraph f = test::fuse_text(with(text, "@N@", std::to_string(n)), {});
+      FusedGraph f = test::fuse_text(with(text, {{"@N@", std::to_string(n)}}), {});
       // Against the interpreter (double throughout): the f32 product a*x carries half an
       // ulp into exp, whose condition number is |a*x| (< 16 here): 8 ulp, plus exp's own.
       Checked c = check_pointwise(be, f, {{"x", test::randn({n}, 1)}, {"y", test::randn({n}, 2)}},
@@ -218,7 +212,7 @@ d = Div(b, a)
 s = Add(b, d)
 y = Mul(s, x)
 output y
-)", "BSHAPE", bshape);
+)", {{"BSHAPE", bshape}});
       FusedGraph f = test::fuse_text(text, {});
       std::vector<int64_t> dims;
       std::istringstream is(bshape_text.substr(1, bshape_text.size() - 2));
@@ -288,7 +282,7 @@ t = Transpose(y) {perm=[1, 0]}
 a = Add(x, t)
 s = Sigmoid(a)
 output s
-)", "@N@", std::to_string(n));
+)", {{"@N@", std::to_string(n)}});
       FusedGraph f = test::fuse_text(text, {});
       CHECK(check_pointwise(be, f, {{"x", test::randn({5, n}, 1)}, {"y", test::randn({n, 5}, 2)}}, Bound{8 * kUlp, 0, 1e-30, true})
                 .kernels == 1);
@@ -333,12 +327,12 @@ output s
       CAPTURE(op_text);
       std::map<std::string, Tensor> in{{"x", k.positive ? pos : x}, {"y", y}, {"c", test::make(DType::Bool, Shape{n}, cond)}};
       const std::string head = "graph g\ninput x: f32[@N@]\ninput y: f32[@N@]\ninput c: bool[@N@]\nconst two: f32[] = [2.0]\n";
-      FusedGraph single = test::fuse_text(with(head + "r = " + k.op + "\noutput r\n", "@N@", std::to_string(n)), {});
+      FusedGraph single = test::fuse_text(with(head + "r = " + k.op + "\noutput r\n", {{"@N@", std::to_string(n)}}), {});
       Checked c = check_pointwise(be, single, in, k.bound);
       CHECK(c.kernels == 1);
       // Inside a chain with two outputs: r's error carries into z absolutely.
       FusedGraph chain = test::fuse_text(
-          with(head + "r = " + k.op + "\nz = Add(r, y)\noutput z\noutput r\n", "@N@", std::to_string(n)), {});
+          with(head + "r = " + k.op + "\nz = Add(r, y)\noutput z\noutput r\n", {{"@N@", std::to_string(n)}}), {});
       Bound b = k.bound;
       b.floor += (k.bound.rel + kUlp) * c.max_abs_out + k.bound.abs_x * 6;
       b.rel += kUlp;
@@ -383,8 +377,7 @@ output s
       const std::string op_text = k.op;
       CAPTURE(op_text);
       FusedGraph f = test::fuse_text(
-          with("graph g\ninput x: f32[@N@]\nconst one: f32[] = [1.0]\ny = " + std::string(k.op) + "\noutput y\n", "@N@",
-               std::to_string(n)),
+          with("graph g\ninput x: f32[@N@]\nconst one: f32[] = [1.0]\ny = " + std::string(k.op) + "\noutput y\n", {{"@N@", std::to_string(n)}}),
           {});
       CHECK(check_pointwise(be, f, {{"x", x}}, k.bound).kernels == 1);
     }
@@ -426,7 +419,7 @@ output u
 )";
     for (int64_t rows : {int64_t(4099), int64_t(17)}) {
       CAPTURE(rows);
-      FusedGraph f = test::fuse_text(with(text, "@R@", std::to_string(rows)), {});
+      FusedGraph f = test::fuse_text(with(text, {{"@R@", std::to_string(rows)}}), {});
       Checked c = check_pointwise(be, f, {{"x", test::randn({rows, 2049}, 1)}, {"y", test::randn({2049}, 2)}},
                                   Bound{4 * kUlp, 0, 4 * kDenormUlp, rows < 100});
       CHECK(c.kernels >= 1);

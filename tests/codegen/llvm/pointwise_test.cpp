@@ -35,15 +35,8 @@ namespace {
 constexpr double kUlp = 1.0 / (1 << 23);       // relative size of one ulp, at most
 constexpr double kStaticRel = 2 * kUlp;
 
-std::string with(std::string text, const std::string& key, const std::string& value) {
-  for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
-  return text;
-}
-
-// A graph "y = <op>(x)" over f32[n] (op text such as `Gelu(x) {approximate="tanh"}`).
-std::string unary_graph(const std::string& op, int64_t n) {
-  return with("graph g\ninput x: f32[@N@]\ny = " + op + "\noutput y\n", "@N@", std::to_string(n));
-}
+using test::unary_graph;
+using test::with;
 
 }  // namespace
 
@@ -63,7 +56,7 @@ output u
 )";
     for (int64_t rows : {int64_t(4099), int64_t(17)}) {
       CAPTURE(rows);
-      FusedGraph f = test::fuse_text(with(text, "@R@", std::to_string(rows)), {});
+      FusedGraph f = test::fuse_text(with(text, {{"@R@", std::to_string(rows)}}), {});
       const bool big = rows * 2049 * 4 >= kStreamingStoreBytes;
       int streamed = 0;
       for (const FusionGroup& grp : f.groups) {
@@ -201,7 +194,7 @@ output o
     for (auto& [name, text] : graphs) {
       const std::string name_text = name;
       CAPTURE(name_text);
-      FusedGraph f = test::fuse_text(with(text, "@N@", std::to_string(n)), {});
+      FusedGraph f = test::fuse_text(with(text, {{"@N@", std::to_string(n)}}), {});
       std::string why;
       std::optional<KernelSpec> spec = lower_group(f, f.groups.back(), &why);
       REQUIRE(spec);
