@@ -55,6 +55,18 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
   return r;
 }
 
+std::vector<KernelSpec> lower_groups(const FusedGraph& f, GroupKind kind) {
+  std::vector<KernelSpec> specs;
+  for (const FusionGroup& grp : f.groups) {
+    if (grp.kind != kind) continue;
+    std::string why;
+    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
+    REQUIRE_MESSAGE(spec, "not lowered: ", why);
+    specs.push_back(std::move(*spec));
+  }
+  return specs;
+}
+
 Checked check_groups(JitBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs, GroupKind kind,
                      const std::function<Tol(const KernelSpec&)>& tol,
                      const std::function<void(KernelSpec&)>& prepare) {

@@ -45,6 +45,9 @@ struct Checked {
   std::vector<std::shared_ptr<const CompiledKernel>> compiled;
 };
 
+/// Every group of `kind` in f lowered to its spec, in order (REQUIREs that each lowers).
+std::vector<KernelSpec> lower_groups(const FusedGraph& f, GroupKind kind);
+
 /// Lowers every group of `kind` in f, compiles it with `be`, runs it serially and split over
 /// pool() (the two must agree exactly) and compares its outputs with the static run of f on
 /// `inputs` and with the interpreter, with the tolerance tol(spec) gives. `prepare`, when

@@ -17,6 +17,10 @@ std::string with(std::string text, const std::map<std::string, std::string>& sub
   return text;
 }
 
+std::string unary_graph(const std::string& op, int64_t n) {
+  return with("graph g\ninput x: f32[@N@]\ny = " + op + "\noutput y\n", {{"@N@", std::to_string(n)}});
+}
+
 Tensor randn(Shape shape, uint64_t seed, double std, DType dtype) {
   return make_random(dtype, shape, RandomRecipe::normal(seed, std));
 }

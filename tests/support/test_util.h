@@ -19,6 +19,8 @@ namespace fusor::test {
 
 /// `text` with every occurrence of each key replaced by its value (graph templates).
 std::string with(std::string text, const std::map<std::string, std::string>& subst);
+/// The graph "y = <op>" over input x: f32[n] (op text such as `Gelu(x) {approximate="tanh"}`).
+std::string unary_graph(const std::string& op, int64_t n);
 
 /// A normal(0, std) tensor (any dtype; integers are rounded toward zero).
 Tensor randn(Shape shape, uint64_t seed, double std = 1.0, DType dtype = DType::F32);

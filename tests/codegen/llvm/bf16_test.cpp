@@ -22,6 +22,7 @@
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
 #include "codegen/precision.h"
+#include "tests/support/contraction_util.h"
 #include "tests/support/llvm_util.h"
 #include "tests/support/pass_util.h"
 #include "tests/support/temp_dir.h"
@@ -56,15 +57,6 @@ Checked check_bf16(LlvmBackend& be, const FusedGraph& f, const std::map<std::str
       [](KernelSpec& spec) { REQUIRE(mark_bf16(spec)); });
 }
 
-const char* kMatmulBias = R"(graph g
-input a: f32[@B@, @M@, @K@]
-const w: f32[@K@, @N@] = randn(seed=1, std=1)
-const bias: f32[@N@] = randn(seed=2, std=1)
-m = MatMul(a, w)
-y = Add(m, bias)
-output y
-)";
-
 }  // namespace
 
 TEST_SUITE("llvm/bf16") {
@@ -80,8 +72,7 @@ TEST_SUITE("llvm/bf16") {
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", std::to_string(k)},
-                                                        {"@N@", std::to_string(n)}}),
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n),
                                      {});
       Checked c = check_bf16(*be, f, {{"a", test::randn({1, m, k}, uint64_t(m * 1000 + n))}});
       CHECK(c.kernels == 1);
@@ -95,7 +86,7 @@ TEST_SUITE("llvm/bf16") {
   TEST_CASE("a long bf16 product is split by rows so that each task converts its rows once") {
     // Note [Contraction kernels]: with panels outer (n >= m) a task's rows must fit
     // kBf16TaskABytes as pairs; these 100 rows of 1500 do not (13 tiles of 8 rows, 24 KB each).
-    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", "100"}, {"@K@", "1500"}, {"@N@", "130"}}), {});
+    FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 100, 1500, 130), {});
     int specs = 0;
     for (const FusionGroup& grp : f.groups) {
       if (grp.kind != GroupKind::Contraction) continue;
@@ -233,7 +224,7 @@ output y
     LlvmBackend::Options o;
     o.dump_dir = dir.path().string();
     std::unique_ptr<LlvmBackend> dumping = make_llvm_backend(o);
-    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", "64"}, {"@K@", "64"}, {"@N@", "96"}}), {});
+    FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 64, 64, 96), {});
     int kernels = 0;
     for (const FusionGroup& grp : f.groups) {
       if (grp.kind != GroupKind::Contraction) continue;
@@ -254,7 +245,7 @@ output y
   }
 
   TEST_CASE("a bf16 spec and its f32 twin are different kernels") {
-    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", "8"}, {"@K@", "16"}, {"@N@", "32"}}), {});
+    FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 8, 16, 32), {});
     for (const FusionGroup& grp : f.groups) {
       if (grp.kind != GroupKind::Contraction) continue;
       std::optional<KernelSpec> spec = lower_group(f, grp, nullptr);

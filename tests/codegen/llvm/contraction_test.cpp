@@ -1,28 +1,25 @@
-// The llvm backend's contraction kernels: every Contraction group of small graphs (MatMul
-// and Gemm with transposes, batches and broadcast batches, bias / GELU / residual
-// epilogues; Conv with strides, padding, dilation, groups and depthwise, BN folded, ReLU and
-// residual epilogues) is lowered, compiled, run serially and split over a thread pool, and
-// compared with the static kernels (OpenBLAS, node by node) and the spec interpreter
-// (double precision).
+// The llvm backend's own contraction checks: constant weights prepacked once, kernels
+// reloaded from their objects, the specs it declines, the micro-kernel's code, its tiling
+// (flat panels across output rows, Winograd F(2x2, 3x3), L2 prefetch, one panel width per
+// constant B). The numerical cases every host JIT backend shares (MatMul and Gemm with
+// transposes, batches, epilogues; Conv2d swept over strides, padding, dilation and groups;
+// the resnet bottleneck) are in tests/codegen/conformance/contraction_test.cpp.
 //
-// Tolerance, per element |got - want| <= 1e-5 * |want| + 2e-6 * sqrt(k) * s: each output is
-// a float sum of k products (FMA, in k order), the references sum in other orders
-// (OpenBLAS's blocks; double); with inputs of scale ~1 (weights ~1/sqrt(fan-in) for convs)
-// the rounding of such a sum grows like sqrt(k) ulp of the terms' magnitude s. The serial
-// and pooled runs must agree exactly (a tile's sum does not depend on the split).
+// The kernels run here are checked with test::contraction_tol (tests/support/
+// contraction_util.h, which reasons it); the serial and pooled runs must agree exactly.
 #include <doctest/doctest.h>
-
-#include <set>
 
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
 #include "ir/text_format.h"
+#include "tests/support/contraction_util.h"
 #include "tests/support/llvm_util.h"
 #include "tests/support/pass_util.h"
 #include "tests/support/temp_dir.h"
@@ -30,196 +27,33 @@
 
 using namespace fusor;
 
-namespace {
-
+using test::Checked;
+using test::check_contractions;
+using test::dims;
 using test::with;
 
-std::string dims(std::initializer_list<int64_t> d) {
-  std::string s;
-  for (int64_t v : d) s += (s.empty() ? "" : ", ") + std::to_string(v);
-  return s;
-}
-
-using test::Checked;
-
-// Every Contraction group of f through the llvm backend, checked against the static run and
-// the interpreter with the tolerance of this file's header; `scale` is the magnitude of the
-// products summed.
-Checked check_contraction(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs,
-                          double scale = 1.0, bool interpret = true) {
-  return test::check_groups(be, f, inputs, GroupKind::Contraction, [&](const KernelSpec& spec) {
-    const ContractionSpec& cs = spec.contraction;
-    const int64_t kk = cs.kind == ContractionSpec::Kind::Gemm ? cs.k : cs.conv.c / cs.conv.group * cs.conv.kh * cs.conv.kw;
-    const double abs_tol = 2e-6 * std::sqrt(double(kk)) * scale;
-    return test::Tol{1e-5, abs_tol, 1e-5, abs_tol, interpret, true};
-  });
-}
-
-const char* kMatmulBias = R"(graph g
-input a: f32[@B@, @M@, @K@]
-const w: f32[@K@, @N@] = randn(seed=1, std=1)
-const bias: f32[@N@] = randn(seed=2, std=1)
-m = MatMul(a, w)
-y = Add(m, bias)
-output y
-)";
-
-}  // namespace
-
 TEST_SUITE("llvm/contraction") {
-  TEST_CASE("matmul with a bias across sizes around the tiles") {
+  TEST_CASE("the constant weights of a matmul are packed once across sizes around the tiles") {
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
-    // 1, odd sizes, the vector widths (8, 16) +-1, tile widths (32, 48, 64) +-1.
-    const int64_t sizes[][3] = {{1, 1, 1},   {1, 7, 5},    {3, 15, 17},  {5, 16, 31},   {7, 33, 32},
-                                {13, 9, 47}, {16, 64, 48}, {17, 65, 63}, {29, 3, 100},  {64, 128, 65},
-                                {100, 7, 1}, {9, 300, 129}, {128, 768, 96}};
-    for (const auto& s : sizes) {
+    // The conformance suite's matmul sweep (tests/codegen/conformance/contraction_test.cpp
+    // runs and checks these kernels).
+    for (const auto& s : test::kMatmulSweep) {
       const int64_t m = s[0], k = s[1], n = s[2];
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", std::to_string(k)},
-                                                        {"@N@", std::to_string(n)}}),
-                                     {});
-      Checked c = check_contraction(*be, f, {{"a", test::randn({1, m, k}, uint64_t(m * 1000 + n))}});
-      CHECK(c.kernels == 1);
-      CHECK(c.compiled[0]->prepacks.size() == 1);  // the constant weights are packed once
-    }
-  }
-
-  TEST_CASE("matmul with gelu and residual epilogues") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    FusedGraph f = test::fuse_text(R"(graph g
-input a: f32[2, 19, 40]
-input r: f32[2, 19, 70]
-const w: f32[40, 70] = randn(seed=1, std=0.3)
-const bias: f32[70] = randn(seed=2, std=0.1)
-m = MatMul(a, w)
-h = Add(m, bias)
-g = Gelu(h)
-y = Add(g, r)
-z = Relu(y)
-output z
-)",
-                                   {});
-    Checked c = check_contraction(*be, f, {{"a", test::randn({2, 19, 40}, 1)}, {"r", test::randn({2, 19, 70}, 2)}}, 0.3);
-    CHECK(c.kernels == 1);
-  }
-
-  TEST_CASE("batched matmul of two activations with transposes and broadcast batches") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    // B is not constant: the kernel packs its panels itself.
-    for (const auto& row : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33}, {16, 64, 17}, {33, 31, 65}}) {
-      const auto& m = std::get<0>(row);
-      const auto& k = std::get<1>(row);
-      const auto& n = std::get<2>(row);
-      CAPTURE(m);
-      CAPTURE(k);
-      CAPTURE(n);
-      FusedGraph f = test::fuse_text(with(R"(graph g
-input q: f32[2, 3, @M@, @K@]
-input kt: f32[2, 3, @N@, @K@]
-const scale: f32[] = [0.125]
-k = Transpose(kt) {perm=[0, 1, 3, 2]}
-s = MatMul(q, k)
-y = Mul(s, scale)
-output y
-)",
-                                          {{"@M@", std::to_string(m)}, {"@K@", std::to_string(k)}, {"@N@", std::to_string(n)}}),
-                                     {});
-      Checked c = check_contraction(*be, f, {{"q", test::randn({2, 3, m, k}, 1)}, {"kt", test::randn({2, 3, n, k}, 2)}});
-      CHECK(c.kernels == 1);
-      CHECK(c.compiled[0]->prepacks.empty());
-    }
-    // A 2-D weight broadcast over a batch of 4, and a batch-1 operand broadcast.
-    FusedGraph f = test::fuse_text(R"(graph g
-input a: f32[4, 1, 11, 13]
-input b: f32[1, 3, 13, 21]
-y = MatMul(a, b)
-output y
-)",
-                                   {});
-    check_contraction(*be, f, {{"a", test::randn({4, 1, 11, 13}, 3)}, {"b", test::randn({1, 3, 13, 21}, 4)}});
-  }
-
-  TEST_CASE("gemm with transposes alpha beta and C") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb) {
-        CAPTURE(ta);
-        CAPTURE(tb);
-        const int64_t m = 23, k = 37, n = 41;
-        std::string a_shape = ta ? dims({k, m}) : dims({m, k}), b_shape = tb ? dims({n, k}) : dims({k, n});
-        FusedGraph f = test::fuse_text("graph g\ninput a: f32[" + a_shape + "]\nconst b: f32[" + b_shape +
-                                           "] = randn(seed=3, std=1)\nconst c: f32[" + dims({n}) +
-                                           "] = randn(seed=4, std=1)\ny = Gemm(a, b, c) {alpha=0.5, beta=2.0, transA=" +
-                                           std::to_string(ta) + ", transB=" + std::to_string(tb) + "}\noutput y\n",
-                                       {});
-        Checked c = check_contraction(*be, f, {{"a", ta ? test::randn({k, m}, 5) : test::randn({m, k}, 5)}});
-        CHECK(c.kernels == 1);
-      }
-  }
-
-  TEST_CASE("convolutions with strides padding dilation and groups") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    struct Conv {
-      int64_t n, c, h, w, m, kh, kw, group, stride, dil, pad;
-    };
-    const Conv convs[] = {
-        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},     {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},    {2, 8, 11, 13, 17, 3, 3, 1, 1, 1, 1},
-        {1, 16, 14, 14, 33, 1, 1, 1, 1, 1, 0}, {1, 6, 15, 17, 12, 3, 3, 2, 2, 1, 1}, {1, 8, 12, 12, 8, 3, 3, 8, 1, 1, 1},
-        {1, 4, 13, 11, 6, 3, 5, 1, 1, 2, 2},   {1, 5, 9, 10, 7, 1, 1, 1, 2, 1, 0},   {1, 3, 20, 20, 16, 7, 7, 1, 2, 1, 3},
-        {1, 16, 9, 9, 16, 3, 3, 16, 2, 1, 1},  {2, 12, 6, 5, 24, 2, 2, 3, 1, 1, 0},  {1, 64, 17, 23, 64, 3, 3, 1, 1, 1, 1},
-        // Stride 1 with output rows as wide as the image's: panels of consecutive pixels run
-        // across rows (conv-direct-flat), lanes masked per row and column: narrow images
-        // (a vector spans many rows), a single column, two rows under a 5x5 filter, dilation,
-        // a 1xk filter whose vertical padding makes rows of padding only.
-        {1, 5, 9, 3, 7, 3, 3, 1, 1, 1, 1},     {2, 7, 5, 1, 3, 3, 3, 1, 1, 1, 1},    {1, 4, 2, 6, 9, 5, 5, 1, 1, 1, 2},
-        {1, 6, 10, 10, 6, 3, 3, 1, 1, 2, 2},   {1, 4, 3, 5, 6, 1, 3, 1, 1, 1, 1},    {1, 32, 56, 56, 19, 3, 3, 1, 1, 1, 1},
-    };
-    for (const Conv& v : convs) {
-      std::ostringstream desc;
-      desc << "n" << v.n << " c" << v.c << " " << v.h << "x" << v.w << " m" << v.m << " k" << v.kh << "x" << v.kw << " g"
-           << v.group << " s" << v.stride << " d" << v.dil << " p" << v.pad;
-      CAPTURE(desc.str());
-      const double std_w = 1.0 / std::sqrt(double(v.c / v.group * v.kh * v.kw));
-      std::ostringstream g;
-      g << "graph g\ninput x: f32[" << dims({v.n, v.c, v.h, v.w}) << "]\nconst w: f32["
-        << dims({v.m, v.c / v.group, v.kh, v.kw}) << "] = randn(seed=7, std=" << std_w << ")\n"
-        << "const b: f32[" << v.m << "] = randn(seed=8, std=0.1)\n"
-        << "c = Conv(x, w, b) {group=" << v.group << ", strides=[" << v.stride << ", " << v.stride << "], dilations=["
-        << v.dil << ", " << v.dil << "], pads=[" << v.pad << ", " << v.pad << ", " << v.pad << ", " << v.pad << "]}\n"
-        << "y = Relu(c)\noutput y\n";
-      FusedGraph f = test::fuse_text(g.str(), {});
-      Checked c = check_contraction(*be, f, {{"x", test::randn({v.n, v.c, v.h, v.w}, 9)}});
-      CHECK(c.kernels == 1);
-    }
-  }
-
-  TEST_CASE("the resnet bottleneck's convolutions with folded batchnorm and the residual") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    Graph g = load_graph(FUSOR_SOURCE_DIR "/examples/graphs/resnet_bottleneck");
-    for (const auto& row : {std::pair<int64_t, int64_t>{9, 9}, {14, 11}, {56, 56}}) {
-      const auto& h = std::get<0>(row);
-      const auto& w = std::get<1>(row);
-      CAPTURE(h);
-      CAPTURE(w);
-      FusedGraph f = test::fuse_text(print_graph(g), {{"N", 1}, {"H", h}, {"W", w}});
-      Checked c = check_contraction(*be, f, {{"x", test::randn({1, 256, h, w}, 11)}}, 1.0, h < 20);
-      CHECK(c.kernels == 3);
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n), {});
+      std::vector<KernelSpec> specs = test::lower_groups(f, GroupKind::Contraction);
+      CHECK(specs.size() == 1);
+      for (const KernelSpec& spec : specs) CHECK(be->compile(spec)->prepacks.size() == 1);  // the constant weights are packed once
     }
   }
 
   TEST_CASE("a kernel loaded from its object computes what the compiled one does") {
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
-    FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "2"}, {"@M@", "13"}, {"@K@", "40"}, {"@N@", "70"}}), {});
+    FusedGraph f = test::fuse_text(test::matmul_bias_graph(2, 13, 40, 70), {});
     std::map<std::string, Tensor> inputs{{"a", test::randn({2, 13, 40}, 4)}};
     std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
     for (const FusionGroup& grp : f.groups) {
@@ -270,7 +104,7 @@ output y
     o.dump_dir = dir.path().string();
     std::unique_ptr<LlvmBackend> dumping = make_llvm_backend(o);
     FusedGraph f = test::fuse_text(
-        with(kMatmulBias, {{"@B@", "1"}, {"@M@", "64"}, {"@K@", "64"}, {"@N@", "96"}}), {});
+        test::matmul_bias_graph(1, 64, 64, 96), {});
     for (const FusionGroup& grp : f.groups) {
       if (grp.kind != GroupKind::Contraction) continue;
       std::string why;
@@ -331,7 +165,7 @@ output c
       CHECK_FALSE(contraction_tiling(*ss, 16).flat);
     }
     if (LlvmBackend* be = test::llvm_backend_or_skip()) {
-      Checked c = check_contraction(*be, sh, {{"x", test::randn({1, 5, 11, 9}, 3)}});
+      Checked c = check_contractions(*be, sh, {{"x", test::randn({1, 5, 11, 9}, 3)}});
       CHECK(c.kernels == 1);
     }
     // Valid (unpadded) convolutions have narrower output rows: panels stay within a row.
@@ -388,7 +222,7 @@ output c
       if (!be) continue;
       std::map<std::string, Tensor> inputs{{"x", test::randn({v.n, v.c, v.h, v.w}, 9)}};
       if (v.residual) inputs["r"] = test::randn({v.n, v.m, oh, ow}, 10);
-      Checked c = check_contraction(*be, f, inputs, 1.0, v.c * v.h * v.w < 20000);
+      Checked c = check_contractions(*be, f, inputs, 1.0, v.c * v.h * v.w < 20000);
       CHECK(c.kernels == 1);
     }
   }
@@ -398,8 +232,7 @@ output c
     // rows the far prefetch within the panel is the only one.)
     for (int64_t m : {16, 64, 65, 128}) {
       CAPTURE(m);
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", "768"},
-                                                        {"@N@", "3072"}}),
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, 768, 3072),
                                      {});
       std::optional<KernelSpec> spec = lower_group(f, f.groups[0], nullptr);
       REQUIRE(spec);
@@ -417,8 +250,7 @@ output c
     // The BERT FFN-up GEMM (k 768, n 3072) at lengths whose best free tile widths differ.
     std::set<int64_t> widths, rows;
     for (int64_t m : {1, 16, 37, 61, 128, 174, 384, 500}) {
-      FusedGraph f = test::fuse_text(with(kMatmulBias, {{"@B@", "1"}, {"@M@", std::to_string(m)}, {"@K@", "768"},
-                                                        {"@N@", "3072"}}),
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, 768, 3072),
                                      {});
       std::optional<KernelSpec> spec = lower_group(f, f.groups[0], nullptr);
       REQUIRE(spec);

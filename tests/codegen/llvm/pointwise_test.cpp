@@ -1,19 +1,9 @@
-// The llvm backend's pointwise kernels: every Pointwise group of small graphs is lowered,
-// compiled by LlvmBackend, run over all its tasks (serially, then split over a thread
-// pool), and compared with BOTH the spec interpreter (the meaning of the spec, in double)
-// and the static kernels run node by node (the same approximations in C++).
-//
-// Tolerances:
-//   vs static      kStaticRel: both backends evaluate codegen/math_approx.h in the same
-//                  order with fused multiply-adds on an FMA host, so results agree to the
-//                  last bit in practice; 2 ulp leaves room for a contraction LLVM chooses
-//                  differently from GCC (e.g. in the 2^n scaling products).
-//   vs interpreter per op, from codegen/static/math.h's documented bounds: exp 1.1 ulp,
-//                  tanh 1.5, sigmoid 2.5, erf 2.1 (ulp <= 2^-23 |want|, denormal results
-//                  2^-149 per ulp), plus half an ulp for rounding the reference; GELU
-//                  2e-7|x| + 1.6e-5|gelu| (1.1e-5 for the tanh form; x < -5.7 included);
-//                  +, -, *, /, sqrt, max, min, where exact; chains get an ulp per op and
-//                  carry an operand's error absolutely.
+// The llvm backend's own pointwise checks: streaming stores of large outputs, the
+// vectorized hot loop, the specs it declines, one symbol per spec, and bandwidth (its
+// results against the static kernels: kStaticRel, the conformance suite's bound). The
+// numerical cases every host JIT backend shares (size sweeps, broadcasting, views, every
+// scalar op, special values, outputs of 32 MiB and more) are in
+// tests/codegen/conformance/pointwise_test.cpp, with the tolerances' reasoning.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -43,335 +33,17 @@ using namespace fusor;
 namespace {
 
 constexpr double kUlp = 1.0 / (1 << 23);       // relative size of one ulp, at most
-constexpr double kDenormUlp = 1.4012984643e-45;  // 2^-149
 constexpr double kStaticRel = 2 * kUlp;
 
-
-
-// How a kernel's outputs are checked against the interpreter. Per element,
-// |got - want| <= rel*|want| + abs_x*|x| + floor, x the first input of the graph (GELU's
-// bound is relative to its argument). `interpret` false: the static comparison only (for
-// sizes where the double interpreter is too slow, or special values where it differs by
-// definition, e.g. Relu(NaN)).
-struct Bound {
-  double rel = 4 * kUlp;
-  double abs_x = 0;
-  double floor = 4 * kDenormUlp;
-  bool interpret = true;
-};
-
-// got within `b` of want; reports the first few offenders.
-void check_bound(const Tensor& got, const Tensor& want, const Tensor* x, const Bound& b, const char* what) {
-  REQUIRE(got.numel() == want.numel());
-  const float* pg = got.data<float>();
-  const float* pw = want.data<float>();
-  int64_t bad = 0;
-  std::ostringstream os;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    double g = pg[i], w = pw[i];
-    if (std::isnan(g) && std::isnan(w)) continue;
-    if (g == w) continue;  // infinities, exact results
-    double xv = x && x->numel() == got.numel() ? std::fabs(double(x->data<float>()[i])) : 0;
-    double err = std::fabs(g - w);
-    if (err <= b.rel * std::fabs(w) + b.abs_x * xv + b.floor) continue;
-    if (bad++ < 5) os << " [" << i << "] got " << g << " want " << w << " (x " << xv << ")";
-    if (std::isnan(err) && bad <= 5) os << " (nan)";
-  }
-  INFO(what, ": ", bad, " of ", got.numel(), " elements out of bounds:", os.str());
-  CHECK(bad == 0);
-}
-
-struct Checked {
-  int kernels = 0;
-  int64_t compile_us = 0;
-  double max_abs_out = 0;  ///< the largest finite |output| (static run)
-};
-
-// A bound of u ulp of the exact value, against the interpreter's result rounded to float
-// (half an ulp more).
-Bound ulps(double u) { return Bound{(u + 0.5) * kUlp, 0, (u + 0.5) * kDenormUlp, true}; }
-
-// Lowers every Pointwise group of f, compiles it, runs it serially and on the pool and
-// compares with the static run and (per `bound`) the interpreter.
-Checked check_pointwise(LlvmBackend& be, const FusedGraph& f, const std::map<std::string, Tensor>& inputs,
-                        const Bound& bound) {
-  std::vector<Tensor> values = test::run_all_static(f, inputs, test::pool());
-  const Tensor* x0 = nullptr;
-  if (!f.graph.inputs().empty()) x0 = &values[size_t(f.graph.inputs()[0])];
-  Checked c;
-  for (const FusionGroup& grp : f.groups) {
-    if (grp.kind != GroupKind::Pointwise) continue;
-    std::string why;
-    std::optional<KernelSpec> spec = lower_group(f, grp, &why);
-    REQUIRE_MESSAGE(spec, "not lowered: ", why);
-    INFO(spec->str());
-    REQUIRE_MESSAGE(be.supports(*spec, &why), why);
-    std::shared_ptr<const CompiledKernel> k = be.compile(*spec);
-    ++c.kernels;
-    c.compile_us += k->compile_us;
-    test::KernelRuns runs = test::run_kernel(*k, *spec, f, values, bound.interpret);
-    std::vector<Tensor>& serial = runs.serial;
-    std::vector<Tensor>& pooled = runs.pooled;
-    std::vector<Tensor>& interp = runs.interp;
-    std::vector<ValueId>& outs = runs.outs;
-    size_t o = 0;
-    for (size_t i = 0; i < spec->buffers.size(); ++i) {
-      if (!spec->buffers[i].output) continue;
-      const Tensor& want = values[size_t(outs[o++])];
-      for (int64_t e = 0; e < want.numel(); ++e) {
-        double w = std::fabs(double(want.data<float>()[e]));
-        if (std::isfinite(w)) c.max_abs_out = std::max(c.max_abs_out, w);
-      }
-      Tensor got = serial[i].reshaped(want.shape());
-      FUSOR_CHECK_CLOSE(pooled[i].reshaped(want.shape()), got, 0, 0);  // the split changes nothing
-      FUSOR_CHECK_CLOSE(got, want, kStaticRel, 4 * kDenormUlp);
-      if (bound.interpret) check_bound(serial[i], interp[i], x0, bound, "vs interpreter");
-    }
-  }
-  return c;
-}
-
-std::string with(std::string text, const std::string& key, const std::string& value) {
-  for (size_t p; (p = text.find(key)) != std::string::npos;) text.replace(p, key.size(), value);
-  return text;
-}
-
-// A graph "y = <op>(x)" over f32[n] (op text such as `Gelu(x) {approximate="tanh"}`).
-std::string unary_graph(const std::string& op, int64_t n) {
-  return with("graph g\ninput x: f32[@N@]\ny = " + op + "\noutput y\n", "@N@", std::to_string(n));
-}
+using test::unary_graph;
+using test::with;
 
 }  // namespace
 
 TEST_SUITE("llvm/pointwise") {
-  TEST_CASE("add mul exp and relu chains agree across sizes around the vector widths") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    const char* text = R"(graph g
-input x: f32[@N@]
-input y: f32[@N@]
-a = Add(x, y)
-m = Mul(a, x)
-e = Exp(m)
-r = Relu(a)
-s = Add(e, r)
-output s
-output r
-)";
-    Checked total;
-    for (int64_t n : {1, 15, 16, 17, 31, 33, 1000, 16383, 16384, 16385, 100003}) {
-      CAPTURE(n);
-      FusedGraph f = test::fuse_text(with(text, "@N@", std::to_string(n)), {});
-      // Against the interpreter (double throughout): the f32 product a*x carries half an
-      // ulp into exp, whose condition number is |a*x| (< 16 here): 8 ulp, plus exp's own.
-      Checked c = check_pointwise(*be, f, {{"x", test::randn({n}, 1)}, {"y", test::randn({n}, 2)}},
-                                  Bound{12 * kUlp, 0, 1e-30, true});
-      CHECK(c.kernels >= 1);  // the fuser may cut at a (multi-consumer)
-      total.kernels += c.kernels;
-      total.compile_us += c.compile_us;
-    }
-    MESSAGE("compile time: " << total.compile_us / total.kernels << " us per kernel (add, mul, exp, relu, add groups: "
-                             << total.kernels << " kernels)");
-  }
-
-  TEST_CASE("broadcasting of scalars rows columns and middle axes") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    // x: [4, 37, 19] against b in every broadcast pattern, on both sides of the operators
-    // (positive values: no cancellation, so a few ulp against the double interpreter).
-    for (const char* bshape : {"[]", "[19]", "[37, 19]", "[4, 37, 1]", "[4, 1, 1]", "[1, 37, 1]", "[4, 1, 19]", "[37, 1]"}) {
-      const std::string bshape_text = bshape;
-      CAPTURE(bshape_text);
-      std::string text = with(R"(graph g
-input x: f32[4, 37, 19]
-input b: f32BSHAPE
-a = Add(x, b)
-d = Div(b, a)
-s = Add(b, d)
-y = Mul(s, x)
-output y
-)", "BSHAPE", bshape);
-      FusedGraph f = test::fuse_text(text, {});
-      std::vector<int64_t> dims;
-      std::string inner = std::string(bshape).substr(1, std::string(bshape).size() - 2);
-      std::istringstream is(inner);
-      for (std::string tok; std::getline(is, tok, ',');) dims.push_back(std::stoll(tok));
-      Checked c = check_pointwise(*be, f, {{"x", test::uniform({4, 37, 19}, 1, 0.5, 2)}, {"b", test::uniform(Shape(dims), 2, 0.5, 2)}},
-                                  Bound{16 * kUlp, 0, 1e-30, true});
-      CHECK(c.kernels == 1);
-    }
-  }
-
-  TEST_CASE("views are read through strides") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    // The lower_test chain (slice, reshape, transpose: inner stride 4), a stepped and a
-    // reversed slice, and a 3-d transpose whose inner dim has stride 1 again.
-    const char* text = R"(graph g
-input x: f32[2, 3, 4]
-input b: f32[6]
-input z: f32[8, 9, 10]
-const st: i64[1] = [0]
-const en: i64[1] = [2]
-const ax: i64[1] = [2]
-const s: i64[2] = [6, 2]
-const two: f32[] = [2.0]
-const st2: i64[2] = [1, 9]
-const en2: i64[2] = [8, -100]
-const ax2: i64[2] = [0, 2]
-const sp2: i64[2] = [2, -3]
-sl = Slice(x, st, en, ax)
-r = Reshape(sl, s)
-t = Transpose(r) {perm=[1, 0]}
-a = Add(t, b)
-m = Mul(a, two)
-y = Gelu(m) {approximate="tanh"}
-zs = Slice(z, st2, en2, ax2, sp2)
-zt = Transpose(zs) {perm=[2, 1, 0]}
-zr = Relu(zt)
-zq = Transpose(z) {perm=[1, 0, 2]}
-zn = Neg(zq)
-output y
-output zr
-output zn
-)";
-    FusedGraph f = test::fuse_text(text, {});
-    Checked c = check_pointwise(
-        *be, f, {{"x", test::randn({2, 3, 4}, 1)}, {"b", test::randn({6}, 2)}, {"z", test::randn({8, 9, 10}, 3)}},
-        Bound{1.1e-5, 2e-7, 1e-30, true});
-    CHECK(c.kernels >= 3);
-    // The views cost nothing: z is read in place, reversed and gathered (inner stride 180).
-    std::string specs;
-    for (const FusionGroup& grp : f.groups) {
-      std::string why;
-      if (std::optional<KernelSpec> spec = lower_group(f, grp, &why)) specs += spec->str();
-    }
-    INFO(specs);
-    CHECK(specs.find("buf0 f32 strides [-3, 10, 180] +99") != std::string::npos);
-    CHECK(specs.find("f32 strides [1, 4]") != std::string::npos);  // x through slice, reshape, transpose
-  }
-
-  TEST_CASE("every scalar op") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    const int64_t n = 1037;
-    Tensor x = test::uniform({n}, 1, -6, 6), y = test::uniform({n}, 2, -6, 6), pos = test::uniform({n}, 3, 0.01, 4);
-    std::vector<double> cond(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) cond[size_t(i)] = (i * 7) % 3 == 0;
-    struct Case {
-      const char* op;
-      Bound bound;
-      bool positive = false;  // x in (0.01, 4)
-    };
-    const Bound exact{0, 0, 0, true};  // correctly rounded ops: equal to the rounded double
-    const std::vector<Case> cases = {
-        {"Add(x, y)", exact},
-        {"Sub(x, y)", exact},
-        {"Mul(x, y)", exact},
-        {"Div(x, y)", exact},
-        {"Pow(x, y)", {4 * kUlp, 0, 1e-37, true}, true},
-        {"Pow(x, two)", exact},
-        {"Max(x, y, two)", exact},
-        {"Min(x, y, two)", exact},
-        {"Neg(x)", exact},
-        {"Relu(x)", exact},
-        {"Exp(x)", ulps(1.1)},
-        {"Tanh(x)", ulps(1.5)},
-        {"Erf(x)", ulps(2.1)},
-        {"Sigmoid(x)", ulps(2.5)},
-        {"Sqrt(x)", exact, true},
-        {"Gelu(x)", {1.6e-5, 2e-7, 1e-44, true}},
-        {"Gelu(x) {approximate=\"tanh\"}", {1.1e-5, 2e-7, 1e-44, true}},
-        {"Where(c, x, y)", exact},
-        {"Cast(x) {to=\"f32\"}", exact},
-    };
-    for (const Case& k : cases) {
-      const std::string op_text = k.op;
-      CAPTURE(op_text);
-      std::map<std::string, Tensor> in{{"x", k.positive ? pos : x}, {"y", y}, {"c", test::make(DType::Bool, Shape{n}, cond)}};
-      const std::string head = "graph g\ninput x: f32[@N@]\ninput y: f32[@N@]\ninput c: bool[@N@]\nconst two: f32[] = [2.0]\n";
-      // The op alone, with its own bound.
-      FusedGraph single = test::fuse_text(with(head + "r = " + k.op + "\noutput r\n", "@N@", std::to_string(n)), {});
-      Checked c = check_pointwise(*be, single, in, k.bound);
-      CHECK(c.kernels == 1);
-      // The op inside a chain (z = r + y) with both r and z stored: a group with two
-      // outputs. r's error carries into z absolutely: up to its bound at max |r|.
-      FusedGraph chain = test::fuse_text(
-          with(head + "r = " + k.op + "\nz = Add(r, y)\noutput z\noutput r\n", "@N@", std::to_string(n)), {});
-      Bound b = k.bound;
-      b.floor += (k.bound.rel + kUlp) * c.max_abs_out + k.bound.abs_x * 6;
-      b.rel += kUlp;
-      CHECK(check_pointwise(*be, chain, in, b).kernels >= 1);
-    }
-  }
-
-  TEST_CASE("special values through the approximations") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-    std::vector<double> v = {nan, inf, -inf, 0.0, -0.0, FLT_TRUE_MIN, -FLT_TRUE_MIN, 1e-40, -1e-40, FLT_MIN, -FLT_MIN,
-                             1e-20, -1e-20, 3e38, -3e38, FLT_MAX, -FLT_MAX, 1e10, -1e10, 88.72f, 88.73f, 89, 89.5,
-                             -87.3f, -103.9f, -104, -150, 0.625f, -0.625f, 0.6249999f, 1, -1, 0.9999999f, 4, -4,
-                             3.9999998f, 10, -10, 9.999999f, 14, -14, -5.7f, 20, -20, 2.5f, 5.5f};
-    // Every value in the middle of a vector and in the scalar tail.
-    for (int rep = 0; rep < 2; ++rep) v.insert(v.end(), v.begin(), v.end());
-    const int64_t n = int64_t(v.size());
-    Tensor x = test::make(DType::F32, Shape{n}, v);
-    struct Case {
-      const char* op;
-      Bound bound;
-    };
-    const std::vector<Case> cases = {
-        {"Exp(x)", ulps(1.1)},
-        {"Tanh(x)", ulps(1.5)},
-        {"Erf(x)", ulps(2.1)},
-        {"Sigmoid(x)", ulps(2.5)},
-        {"Gelu(x)", {1.6e-5, 2e-7, 1e-44, true}},
-        {"Gelu(x) {approximate=\"tanh\"}", {1.1e-5, 2e-7, 1e-44, true}},
-        // The interpreter's Relu(NaN) is 0; the backends pass NaN through (static Relu).
-        {"Relu(x)", {0, 0, 0, false}},
-        {"Neg(x)", {0, 0, 0, true}},
-        {"Sqrt(x)", {0, 0, 0, true}},
-        {"Max(x, one)", {0, 0, 0, true}},
-        {"Min(x, one)", {0, 0, 0, true}},
-    };
-    for (const Case& k : cases) {
-      const std::string op_text = k.op;
-      CAPTURE(op_text);
-      FusedGraph f = test::fuse_text(
-          with("graph g\ninput x: f32[@N@]\nconst one: f32[] = [1.0]\ny = " + std::string(k.op) + "\noutput y\n", "@N@",
-               std::to_string(n)),
-          {});
-      CHECK(check_pointwise(*be, f, {{"x", x}}, k.bound).kernels == 1);
-    }
-  }
-
-  TEST_CASE("wide random ranges stay within the documented bounds") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    const int64_t n = 20011;
-    Tensor x = test::randn({n}, 7, 12.0);
-    for (auto [op, bound] : std::vector<std::pair<const char*, Bound>>{
-             {"Exp(x)", ulps(1.1)},
-             {"Tanh(x)", ulps(1.5)},
-             {"Erf(x)", ulps(2.1)},
-             {"Sigmoid(x)", ulps(2.5)},
-             {"Gelu(x)", {1.6e-5, 2e-7, 1e-44, true}},
-             {"Gelu(x) {approximate=\"tanh\"}", {1.1e-5, 2e-7, 1e-44, true}}}) {
-      const std::string op_text = op;
-      CAPTURE(op_text);
-      FusedGraph f = test::fuse_text(unary_graph(op, n), {});
-      CHECK(check_pointwise(*be, f, {{"x", x}}, bound).kernels == 1);
-    }
-  }
-
-  TEST_CASE("outputs of 32 MiB and more are streamed and compute what the plain path does") {
-    LlvmBackend* be = test::llvm_backend_or_skip();
-    if (!be) return;
-    // Rows of 2049 floats: a row segment's outputs are 32-byte aligned only in every eighth
-    // row, so the streaming path and the plain one both run, and the task chunks (multiples
-    // of 64 elements) cut rows into segments shorter than a block (Note [Streaming stores]).
-    // A group with two outputs, each at the threshold on its own.
+  TEST_CASE("outputs of 32 MiB and more are streamed") {
+    // The conformance suite runs and checks these kernels ("outputs of 32 MiB and more
+    // compute what small ones do"). A group with two outputs, each at the threshold on its own.
     const char* text = R"(graph g
 input x: f32[@R@, 2049]
 input y: f32[2049]
@@ -384,7 +56,7 @@ output u
 )";
     for (int64_t rows : {int64_t(4099), int64_t(17)}) {
       CAPTURE(rows);
-      FusedGraph f = test::fuse_text(with(text, "@R@", std::to_string(rows)), {});
+      FusedGraph f = test::fuse_text(with(text, {{"@R@", std::to_string(rows)}}), {});
       const bool big = rows * 2049 * 4 >= kStreamingStoreBytes;
       int streamed = 0;
       for (const FusionGroup& grp : f.groups) {
@@ -396,9 +68,6 @@ output u
         CHECK((emit_pointwise_ir(*spec, "k").find("!nontemporal") != std::string::npos) == streams);
       }
       CHECK(streamed == (big ? int(f.groups.size()) : 0));
-      Checked c = check_pointwise(*be, f, {{"x", test::randn({rows, 2049}, 1)}, {"y", test::randn({2049}, 2)}},
-                                  Bound{4 * kUlp, 0, 4 * kDenormUlp, rows < 100});
-      CHECK(c.kernels >= 1);
     }
     // Not streamed: a bool output (only f32 runs are), a body bound by its tanh.
     FusedGraph t = test::fuse_text(R"(graph g
@@ -525,7 +194,7 @@ output o
     for (auto& [name, text] : graphs) {
       const std::string name_text = name;
       CAPTURE(name_text);
-      FusedGraph f = test::fuse_text(with(text, "@N@", std::to_string(n)), {});
+      FusedGraph f = test::fuse_text(with(text, {{"@N@", std::to_string(n)}}), {});
       std::string why;
       std::optional<KernelSpec> spec = lower_group(f, f.groups.back(), &why);
       REQUIRE(spec);
