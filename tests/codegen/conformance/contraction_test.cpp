@@ -99,8 +99,10 @@ output z
     JitBackend& be = *jit.backend;
     // Q·Kᵀ: B's columns are strided (gathered); B is not constant, the kernel packs its
     // panels itself. k 1100: panels beyond asmjit's packing limit, gathered in place.
-    for (const auto& [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33}, {16, 64, 17}, {33, 31, 65},
-                                  {5, 1100, 37}}) {
+    // (Plain ints, not a structured binding: clang 14 does not let CAPTURE's lambda see one.)
+    for (const std::tuple<int64_t, int64_t, int64_t>& mkn : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 9, 33},
+                                                             {16, 64, 17}, {33, 31, 65}, {5, 1100, 37}}) {
+      const int64_t m = std::get<0>(mkn), k = std::get<1>(mkn), n = std::get<2>(mkn);
       CAPTURE(m);
       CAPTURE(k);
       CAPTURE(n);
