@@ -21,6 +21,20 @@ std::string unary_graph(const std::string& op, int64_t n) {
   return with("graph g\ninput x: f32[@N@]\ny = " + op + "\noutput y\n", {{"@N@", std::to_string(n)}});
 }
 
+std::string two_output_rows_graph(int64_t rows) {
+  return with(R"(graph g
+input x: f32[@R@, 2049]
+input y: f32[2049]
+a = Add(x, y)
+s = Mul(a, x)
+t = Sub(x, y)
+u = Relu(t)
+output s
+output u
+)",
+              {{"@R@", std::to_string(rows)}});
+}
+
 Tensor randn(Shape shape, uint64_t seed, double std, DType dtype) {
   return make_random(dtype, shape, RandomRecipe::normal(seed, std));
 }

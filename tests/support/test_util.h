@@ -21,6 +21,10 @@ namespace fusor::test {
 std::string with(std::string text, const std::map<std::string, std::string>& subst);
 /// The graph "y = <op>" over input x: f32[n] (op text such as `Gelu(x) {approximate="tanh"}`).
 std::string unary_graph(const std::string& op, int64_t n);
+/// A pointwise group with two outputs over x: f32[rows, 2049] and y: f32[2049] (s = (x + y) *
+/// x, u = Relu(x - y)): at 4099 rows each output is at the streaming-store threshold on its
+/// own (Note [Streaming stores]); rows of 2049 floats leave most rows' outputs unaligned.
+std::string two_output_rows_graph(int64_t rows);
 
 /// A normal(0, std) tensor (any dtype; integers are rounded toward zero).
 Tensor randn(Shape shape, uint64_t seed, double std = 1.0, DType dtype = DType::F32);

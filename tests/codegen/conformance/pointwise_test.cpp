@@ -407,19 +407,9 @@ output s
     // row, and the task chunks (multiples of 64 elements) cut rows into segments shorter
     // than a block; at 4099 rows each output is at the streaming threshold on its own (llvm
     // streams them, Note [Streaming stores]: both its paths run), at 17 rows none is.
-    const char* text = R"(graph g
-input x: f32[@R@, 2049]
-input y: f32[2049]
-a = Add(x, y)
-s = Mul(a, x)
-t = Sub(x, y)
-u = Relu(t)
-output s
-output u
-)";
     for (int64_t rows : {int64_t(4099), int64_t(17)}) {
       CAPTURE(rows);
-      FusedGraph f = test::fuse_text(with(text, {{"@R@", std::to_string(rows)}}), {});
+      FusedGraph f = test::fuse_text(test::two_output_rows_graph(rows), {});
       Checked c = check_pointwise(be, f, {{"x", test::randn({rows, 2049}, 1)}, {"y", test::randn({2049}, 2)}},
                                   Bound{4 * kUlp, 0, 4 * kDenormUlp, rows < 100});
       CHECK(c.kernels >= 1);

@@ -44,19 +44,9 @@ TEST_SUITE("llvm/pointwise") {
   TEST_CASE("outputs of 32 MiB and more are streamed") {
     // The conformance suite runs and checks these kernels ("outputs of 32 MiB and more
     // compute what small ones do"). A group with two outputs, each at the threshold on its own.
-    const char* text = R"(graph g
-input x: f32[@R@, 2049]
-input y: f32[2049]
-a = Add(x, y)
-s = Mul(a, x)
-t = Sub(x, y)
-u = Relu(t)
-output s
-output u
-)";
     for (int64_t rows : {int64_t(4099), int64_t(17)}) {
       CAPTURE(rows);
-      FusedGraph f = test::fuse_text(with(text, {{"@R@", std::to_string(rows)}}), {});
+      FusedGraph f = test::fuse_text(test::two_output_rows_graph(rows), {});
       const bool big = rows * 2049 * 4 >= kStreamingStoreBytes;
       int streamed = 0;
       for (const FusionGroup& grp : f.groups) {
