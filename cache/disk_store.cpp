@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "cache/checksum.h"
+#include "cache/store_entry.h"
 #include "cache/version.h"
 #include "ir/error.h"
 
@@ -30,7 +31,7 @@ namespace fusor {
 
 namespace {
 
-constexpr char kMagic[8] = {'F', 'U', 'S', 'O', 'R', 'B', 'L', 'B'};
+constexpr EntryFormat kFormat{"FUSORBLB", DiskStore::kEntryFormatVersion};  // Note [Store entry]
 constexpr uint64_t kKeyHashSeed = 0x66757361722d6b31ull;  // names entries; any fixed value
 constexpr const char* kManifestHeader = "fusor-disk-store-manifest";
 // The largest entry a load reads (a kernel object is KiBs to a few MiB): a bigger file at an
@@ -65,46 +66,6 @@ std::string mode_text(mode_t m) {
   std::snprintf(b, sizeof b, "%04o", unsigned(m & 07777));
   return b;
 }
-
-void put_u32(std::string& s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s.push_back(char((v >> (8 * i)) & 0xff));
-}
-void put_u64(std::string& s, uint64_t v) {
-  for (int i = 0; i < 8; ++i) s.push_back(char((v >> (8 * i)) & 0xff));
-}
-
-// Reads little-endian fields from a byte range; every read checks the bounds first.
-class Reader {
- public:
-  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  bool u32(uint32_t* v) {
-    if (n_ - pos_ < 4) return false;
-    *v = 0;
-    for (int i = 3; i >= 0; --i) *v = (*v << 8) | p_[pos_ + size_t(i)];
-    pos_ += 4;
-    return true;
-  }
-  bool u64(uint64_t* v) {
-    if (n_ - pos_ < 8) return false;
-    *v = 0;
-    for (int i = 7; i >= 0; --i) *v = (*v << 8) | p_[pos_ + size_t(i)];
-    pos_ += 8;
-    return true;
-  }
-  bool bytes(uint64_t len, std::string_view* out) {
-    if (n_ - pos_ < len) return false;
-    *out = std::string_view(reinterpret_cast<const char*>(p_ + pos_), size_t(len));
-    pos_ += size_t(len);
-    return true;
-  }
-  size_t pos() const { return pos_; }
-  size_t left() const { return n_ - pos_; }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-  size_t pos_ = 0;
-};
 
 // Writes all of [data, data + n) to fd, retrying short writes and EINTR.
 bool write_all(int fd, const void* data, size_t n) {
@@ -380,6 +341,43 @@ struct DiskStore::State {
     return m;
   }
 
+  // Reads and checks the entry open at `fd` (Note [Disk store entry]): "valid", or the kind
+  // of what is wrong ("foreign", "stale", "truncated", "corrupt"), or "unreadable" (out of
+  // memory: not the entry's fault), with *detail.
+  std::string read_entry(int fd, const struct stat& st, std::vector<uint8_t>* file, DecodedEntry* e,
+                         std::string* detail) const {
+    if (!S_ISREG(st.st_mode)) {
+      *detail = "not a regular file";
+      return "foreign";
+    }
+    if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+      *detail = "owned by uid " + std::to_string(st.st_uid) + " with mode " + mode_text(st.st_mode) +
+                "; only this user's private files are loaded";
+      return "foreign";
+    }
+    if (uint64_t(st.st_size) > kMaxEntryBytes) {
+      *detail = std::to_string(st.st_size) + " bytes, more than any entry (" + std::to_string(kMaxEntryBytes >> 20) +
+                " MiB)";
+      return "corrupt";
+    }
+    try {
+      read_all(fd, file, size_t(st.st_size));
+    } catch (const std::bad_alloc&) {
+      *detail = std::to_string(st.st_size) + " bytes: out of memory";
+      return "unreadable";
+    }
+    *e = decode_entry(*file, kFormat, engine_version);
+    if (e->fault != EntryFault::None) {
+      *detail = e->detail;
+      return std::string(entry_fault_name(e->fault));
+    }
+    if (e->end != file->size()) {
+      *detail = "bytes after the payload";
+      return "corrupt";
+    }
+    return "valid";
+  }
+
   // Removes what sits at an entry's name: a file, or a folder (inside entries/, which only
   // this user can write, so it is ours), which unlink would leave there for ever.
   static bool remove_entry_file(const std::string& path, const struct stat& st) {
@@ -529,50 +527,22 @@ std::optional<std::vector<uint8_t>> DiskStore::get(std::string_view key_bytes) {
     s.remove_bad(path, st, h);
     return miss();
   };
-  if (!S_ISREG(st.st_mode)) return bad("foreign", "not a regular file");
-  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
-    return bad("foreign", "owned by uid " + std::to_string(st.st_uid) + " with mode " + mode_text(st.st_mode) +
-                              "; only this user's private files are loaded");
-
-  if (uint64_t(st.st_size) > kMaxEntryBytes)
-    return bad("corrupt", std::to_string(st.st_size) + " bytes, more than any entry (" +
-                              std::to_string(kMaxEntryBytes >> 20) + " MiB)");
   std::vector<uint8_t> file;
-  try {
-    read_all(fd.get(), &file, size_t(st.st_size));
-  } catch (const std::bad_alloc&) {  // load never throws for an entry: a miss, compiled again
-    s.warn_once(path + ":memory", "cannot read disk cache entry " + path + " (" + std::to_string(st.st_size) +
-                                      " bytes): out of memory; it will be rebuilt in memory");
+  DecodedEntry e;
+  std::string detail;
+  const std::string kind = s.read_entry(fd.get(), st, &file, &e, &detail);
+  if (kind == "unreadable") {  // load never throws for an entry: a miss, compiled again
+    s.warn_once(path + ":memory", "cannot read disk cache entry " + path + " (" + detail +
+                                      "); it will be rebuilt in memory");
     return miss();
   }
-  Reader r(file.data(), file.size());
-  std::string_view magic, version, key;
-  uint32_t format = 0, version_len = 0;
-  uint64_t key_len = 0, payload_len = 0, sum = 0;
-  if (!r.bytes(sizeof kMagic, &magic)) return bad("truncated", std::to_string(file.size()) + " bytes");
-  if (magic != std::string_view(kMagic, sizeof kMagic)) return bad("foreign", "not a fusor entry: bad magic");
-  if (!r.u32(&format)) return bad("truncated", "ends in the header");
-  if (format != kEntryFormatVersion)
-    return bad("stale", "entry format " + std::to_string(format) + ", this fusor reads " +
-                            std::to_string(kEntryFormatVersion));
-  if (!r.u32(&version_len) || !r.bytes(version_len, &version)) return bad("truncated", "ends in the header");
-  if (version != s.engine_version)
-    return bad("stale", "written by fusor " + std::string(version) + ", this is " + s.engine_version);
-  if (!r.u64(&key_len) || !r.bytes(key_len, &key) || !r.u64(&payload_len) || !r.u64(&sum))
-    return bad("truncated", "ends in the header");
-  size_t header_end = r.pos() - 8;
-  if (r.left() < payload_len)
-    return bad("truncated", std::to_string(r.left()) + " of " + std::to_string(payload_len) + " payload bytes");
-  if (r.left() > payload_len) return bad("corrupt", "bytes after the payload");
-  const uint8_t* payload = file.data() + r.pos();
-  uint64_t expect = checksum64(payload, size_t(payload_len), checksum64(file.data(), header_end));
-  if (sum != expect) return bad("corrupt", "checksum mismatch");
-  if (key != key_bytes) return miss();  // another key with the same hash: valid, not ours
+  if (kind != "valid") return bad(kind, detail);
+  if (e.key != key_bytes) return miss();  // another key with the same hash: valid, not ours
 
   ::futimens(fd.get(), nullptr);  // the mtime is trim()'s LRU clock
   s.hits.fetch_add(1, std::memory_order_relaxed);
-  s.bytes_read.fetch_add(payload_len, std::memory_order_relaxed);
-  return std::vector<uint8_t>(payload, payload + payload_len);
+  s.bytes_read.fetch_add(e.payload.size(), std::memory_order_relaxed);
+  return std::vector<uint8_t>(e.payload.begin(), e.payload.end());
 }
 
 bool DiskStore::put(std::string_view key_bytes, std::span<const uint8_t> payload) {
@@ -584,14 +554,7 @@ bool DiskStore::put(std::string_view key_bytes, std::span<const uint8_t> payload
                                s.dir + ": entries are at most " + std::to_string(kMaxEntryBytes >> 20) + " MiB");
     return false;
   }
-  std::string header(kMagic, sizeof kMagic);
-  put_u32(header, kEntryFormatVersion);
-  put_u32(header, uint32_t(s.engine_version.size()));
-  header += s.engine_version;
-  put_u64(header, key_bytes.size());
-  header += key_bytes;
-  put_u64(header, payload.size());
-  put_u64(header, checksum64(payload.data(), payload.size(), checksum64(header.data(), header.size())));
+  const std::string header = encode_entry_header(kFormat, s.engine_version, key_bytes, payload);
 
   uint64_t h = key_hash(key_bytes);
   std::string path = s.path_of(h), tmp = s.temp_path(s.entries_dir);
@@ -628,6 +591,37 @@ bool DiskStore::put(std::string_view key_bytes, std::span<const uint8_t> payload
   if (s.listed_bytes.fetch_add(header.size() + payload.size()) + header.size() + payload.size() > s.max_bytes)
     trim(s.max_bytes / 10 * 9);
   return true;
+}
+
+std::vector<DiskStore::Checked> DiskStore::check_all(bool remove_bad) {
+  std::vector<Checked> out;
+  if (!enabled()) return out;
+  State& s = *state_;
+  DIR* d = ::opendir(s.entries_dir.c_str());
+  if (!d) return out;
+  std::vector<std::pair<uint64_t, std::string>> names;
+  while (const struct dirent* ent = ::readdir(d)) {
+    uint64_t h = 0;
+    if (parse_hex16(ent->d_name, &h)) names.emplace_back(h, s.entries_dir + "/" + ent->d_name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& [h, path] : names) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    struct stat st;
+    if (!fd.ok() || ::fstat(fd.get(), &st) != 0) continue;  // removed meanwhile (or a link: not ours to judge)
+    Checked c{h, uint64_t(st.st_size), "", ""};
+    std::vector<uint8_t> file;
+    DecodedEntry e;
+    c.kind = s.read_entry(fd.get(), st, &file, &e, &c.detail);
+    if (c.kind == "valid" && key_hash(e.key) != h) {
+      c.kind = "misnamed";
+      c.detail = "its key hashes to " + hex16(key_hash(e.key));
+    }
+    if (remove_bad && c.kind != "valid" && c.kind != "unreadable") s.remove_bad(path, st, h);
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 std::vector<DiskStore::Entry> DiskStore::entries() const {

@@ -32,16 +32,11 @@
 //
 // Note [Disk store entry]
 // ~~~~~~~~~~~~~~~~~~~~~~~
-// An entry file, all integers little-endian:
-//   magic "FUSORBLB" (8 bytes), format version u32 (kEntryFormatVersion),
-//   engine version: u32 length + bytes, key: u64 length + bytes,
-//   payload length u64, checksum u64, payload.
-// The checksum is XXH64 (cache/checksum.h) of the payload, seeded with the XXH64 of every
-// byte before the checksum, so it covers the header and the key too. A load compares the
-// key bytes in full, so two keys whose hashes collide never load each other's payload (the
-// later save of either replaces the file). Another magic is a foreign file; another format
-// or engine version is stale; a short file is truncated; a checksum mismatch or bytes after
-// the payload are corrupt: all are misses with a warning.
+// An entry file is one entry of Note [Store entry] (cache/store_entry.h), with the magic
+// "FUSORBLB" and format kEntryFormatVersion, and nothing after the payload. Two keys whose
+// hashes collide share a file name: the later save of either replaces the file, and a load
+// of the other is a miss. Every fault (foreign, stale, truncated, corrupt, bytes after the
+// payload) is a miss with a warning, and the file is removed.
 //
 // Note [Disk store manifest]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -132,6 +127,17 @@ class DiskStore final : public KernelStore {
 
   /// The entries the manifest lists (empty when disabled).
   std::vector<Entry> entries() const;
+
+  /// What one entry file is, found by check_all().
+  struct Checked {
+    uint64_t key_hash = 0;  ///< from its file name
+    uint64_t bytes = 0;
+    std::string kind;       ///< "valid", "foreign", "stale", "truncated", "corrupt", "misnamed", "unreadable"
+    std::string detail;     ///< why, when not valid
+  };
+  /// Reads and checks every entry file in entries/ without loading any (`fusor store
+  /// verify`); with remove_bad, removes each that is not valid (`fusor store prune`).
+  std::vector<Checked> check_all(bool remove_bad);
   /// Removes least recently used entries until the listed entries take at most max_bytes;
   /// returns how many were removed.
   uint64_t trim(uint64_t max_bytes);

@@ -23,7 +23,9 @@ struct StoreStats {
   uint64_t loads = 0;          ///< get() calls on an enabled store
   uint64_t hits = 0;           ///< gets that returned a payload
   uint64_t misses = 0;         ///< gets that found no valid entry (includes corrupt)
-  uint64_t corrupt = 0;        ///< entries found stale, foreign, truncated or corrupt
+  uint64_t corrupt = 0;        ///< entries found stale, foreign, truncated, corrupt or oversized
+  uint64_t rejected = 0;       ///< entries whose authentication tag was missing or wrong (never loaded)
+  uint64_t unavailable = 0;    ///< gets and puts that did not reach the medium (down, timed out, refused)
   uint64_t writes = 0;         ///< entries saved
   uint64_t write_failures = 0; ///< puts that failed (disk full, removed directory)
   uint64_t bytes_read = 0;     ///< payload bytes returned by get
@@ -31,6 +33,7 @@ struct StoreStats {
   uint64_t entries = 0;        ///< entries held now (every process's)
   uint64_t bytes = 0;          ///< their size in the store
   std::string location;        ///< where it keeps them (a folder, a URL), for messages
+  std::string state;           ///< "" when healthy, else what is wrong now ("unreachable: ...")
 };
 
 /// A store of compiled kernels keyed by serialized KernelKeys. Implementations are

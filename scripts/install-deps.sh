@@ -9,6 +9,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       llvm-16-dev zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
       libprotobuf-dev libonnx-dev libonnx-testdata
       clang libclang-rt-14-dev
+      libhiredis-dev libssl-dev redis-server
       python3-dev python3-venv)
 missing=()
 for p in "${PKGS[@]}"; do
