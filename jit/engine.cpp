@@ -146,12 +146,24 @@ EngineStats Engine::stats() const {
   s.plan_bytes = p.bytes;
   s.packed_bytes = m.context.constants.bytes();
   m.executor->add_stats(s);
-  if (const KernelStore* store = m.context.opened_store()) {
-    const StoreStats st = store->stats();
+  if (const KernelStore* disk = m.context.disk_store()) {
+    const StoreStats st = disk->stats();
     s.disk_enabled = true;
     s.disk_dir = st.location;
     s.disk_entries = st.entries;
     s.disk_bytes = st.bytes;
+  }
+  if (const RedisStore* remote = m.context.remote_store()) {
+    const StoreStats st = remote->stats();
+    s.remote_url = st.location;
+    s.remote_enabled = remote->enabled();
+    s.remote_state = st.state;
+    s.remote_hits = st.hits;
+    s.remote_misses = st.misses;
+    s.remote_writes = st.writes;
+    s.remote_rejected = st.rejected;
+    s.remote_corrupt = st.corrupt;
+    s.remote_unavailable = st.unavailable;
   }
   return s;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/redis_store.h"
 #include "codegen/backends.h"
 #include "codegen/precision.h"
 #include "ir/passes/fusion_options.h"
@@ -92,6 +93,18 @@ struct EngineOptions {
   bool disk_cache = true;
   /// The store's folder; empty: $FUSOR_CACHE_DIR, $XDG_CACHE_HOME/fusor or ~/.cache/fusor.
   std::string cache_dir;
+  /// A kernel store that the replicas of a fleet share, behind the disk store (cache/
+  /// redis_store.h, Note [Remote store]; Note [Layered store]):
+  /// "redis://[user:password@]host[:port][/db]" (the password may come from
+  /// $FUSOR_REDIS_PASSWORD instead); empty: none. A read goes memory → disk → Redis, and a
+  /// compile writes through. Every entry is authenticated with HMAC-SHA256 under the key file
+  /// of remote.key_file or $FUSOR_STORE_KEY_FILE (Note [Store key file]); without one the
+  /// remote store is not used unless remote.trust is Unauthenticated. A server that is down,
+  /// slow or refusing costs at most remote.timeout_ms per state change, never a failed run
+  /// (Note [Remote store failures]). A malformed URL is Error(InvalidArgument) at construction.
+  std::string remote_store;
+  /// The remote store's namespace, trust, key file, timeouts and size bound.
+  RemoteStoreOptions remote;
   /// In-memory budgets, least recently used entries evicted beyond them (0: unbounded):
   /// plans (their arenas, their own constants and the kernels they hold, which outlive the
   /// kernel cache's eviction; the stock of spare arenas is bounded by it too), compiled
@@ -160,7 +173,7 @@ struct EngineStats {
   uint64_t kernel_hits = 0;       ///< kernels a plan found already in memory
   uint64_t kernels_compiled = 0;  ///< kernels compiled by a JIT backend
   uint64_t kernels_compiled_background = 0;  ///< of those, compiled by background plans (no run waited)
-  uint64_t disk_hits = 0;         ///< kernels loaded from the persistent store, not compiled
+  uint64_t disk_hits = 0;         ///< kernels loaded from the persistent store (disk or remote), not compiled
   uint64_t disk_writes = 0;       ///< kernels saved to the persistent store
   uint64_t kernel_evictions = 0;
   uint64_t kernel_bytes = 0;      ///< held now: compiled code
@@ -183,6 +196,15 @@ struct EngineStats {
   uint64_t disk_entries = 0;      ///< kernels the store holds now (every graph's, every process's)
   uint64_t disk_bytes = 0;        ///< their size on disk
   bool disk_enabled = false;      ///< whether the store is in use
+  std::string remote_url;         ///< the remote store, its password hidden ("" when none)
+  bool remote_enabled = false;    ///< whether it is in use (it has a key, or trust is unauthenticated)
+  std::string remote_state;       ///< "" when healthy, else what is wrong now ("unreachable: ...")
+  uint64_t remote_hits = 0;       ///< entries (kernels, verdicts) read from it; disk_hits counts them too
+  uint64_t remote_misses = 0;     ///< reads that found no valid entry there
+  uint64_t remote_writes = 0;     ///< entries written to it
+  uint64_t remote_rejected = 0;   ///< entries whose tag was missing or wrong: never loaded
+  uint64_t remote_corrupt = 0;    ///< entries stale, foreign, truncated, corrupt or oversized
+  uint64_t remote_unavailable = 0;  ///< reads and writes that did not reach it (down, timed out)
 
   uint64_t evictions() const { return plan_evictions + kernel_evictions; }
   uint64_t bytes() const { return plan_bytes + kernel_bytes + packed_bytes; }

@@ -1,6 +1,7 @@
 #include "jit/executor.h"
 
 #include "cache/disk_store.h"
+#include "cache/layered_store.h"
 #include "jit/host_executor.h"
 
 namespace fusor {
@@ -27,17 +28,37 @@ ExecutorContext::ExecutorContext(EngineOptions o)
       options_hash(options.hash()),
       pool(options.num_threads),
       constants(options.packed_cache_bytes),
-      fuser(options, pool, constants) {}
+      fuser(options, pool, constants) {
+  if (!options.remote_store.empty()) parse_redis_url(options.remote_store);  // a bad URL fails here, not later
+}
 
 KernelStore* ExecutorContext::store() {
-  if (!store_opened_ && options.disk_cache) {
+  if (store_opened_) return store_.get();
+  store_opened_ = true;
+  std::vector<std::unique_ptr<KernelStore>> layers;
+  if (options.disk_cache) {
     DiskStore::Options so;
     so.dir = options.cache_dir;
     so.warn = options.warn;
     auto disk = std::make_unique<DiskStore>(DiskStore::open(so));  // disabled (with a warning) when unusable
-    if (disk->enabled()) store_ = std::move(disk);
+    if (disk->enabled()) {
+      disk_ = disk.get();
+      layers.push_back(std::move(disk));
+    }
   }
-  store_opened_ = true;
+  if (!options.remote_store.empty()) {
+    std::unique_ptr<RedisStore> remote =
+        RedisStore::open({options.remote_store, options.remote, std::string(), options.warn});
+    remote_ = remote.get();
+    if (remote->enabled())
+      layers.push_back(std::move(remote));
+    else
+      disabled_remote_ = std::move(remote);  // refused (warned): kept for its reason
+  }
+  if (layers.size() == 1)
+    store_ = std::move(layers[0]);
+  else if (layers.size() > 1)
+    store_ = std::make_unique<LayeredStore>(std::move(layers));
   return store_.get();
 }
 

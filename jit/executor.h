@@ -91,14 +91,20 @@ class ExecutorContext {
   /// Where executors record step times: null unless EngineOptions::profile.
   StepTimes* profile() { return options.profile ? &times : nullptr; }
   /// The persistent kernel store, opened by the first call (by an executor whose backend
-  /// can load what it stores); null when EngineOptions::disk_cache is off or the folder
-  /// cannot be used (warned about once). Not thread-safe: executors call it while built.
+  /// can load what it stores): the disk store, the remote one, or both layered (Note
+  /// [Layered store]); null when neither is asked for or can be used (warned about once).
+  /// Not thread-safe: executors call it while built.
   KernelStore* store();
-  /// The store if store() opened one.
-  const KernelStore* opened_store() const { return store_.get(); }
+  /// The disk layer, if store() opened one.
+  const KernelStore* disk_store() const { return disk_; }
+  /// The remote layer, if store() opened one (also when it is disabled: its reason).
+  const RedisStore* remote_store() const { return remote_; }
 
  private:
   std::unique_ptr<KernelStore> store_;
+  const KernelStore* disk_ = nullptr;
+  const RedisStore* remote_ = nullptr;
+  std::unique_ptr<RedisStore> disabled_remote_;  // kept for its reason in stats
   bool store_opened_ = false;
 };
 

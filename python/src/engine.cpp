@@ -89,6 +89,15 @@ py::dict stats_dict(const EngineStats& s) {
   d["disk_entries"] = s.disk_entries;
   d["disk_bytes"] = s.disk_bytes;
   d["disk_enabled"] = s.disk_enabled;
+  d["remote_url"] = s.remote_url;
+  d["remote_enabled"] = s.remote_enabled;
+  d["remote_state"] = s.remote_state;
+  d["remote_hits"] = s.remote_hits;
+  d["remote_misses"] = s.remote_misses;
+  d["remote_writes"] = s.remote_writes;
+  d["remote_rejected"] = s.remote_rejected;
+  d["remote_corrupt"] = s.remote_corrupt;
+  d["remote_unavailable"] = s.remote_unavailable;
   d["evictions"] = s.evictions();
   d["bytes"] = s.bytes();
   return d;

@@ -141,6 +141,21 @@ const std::vector<Keyword>& keywords() {
          o.cache_dir = py::str(py::module_::import("os").attr("fspath")(v)).cast<std::string>();
        },
        [](const EngineOptions& o) { return py::cast(o.cache_dir); }},
+      field<std::string>("remote_store", &EngineOptions::remote_store),
+      {"remote_trust",
+       [](EngineOptions& o, py::handle v) { o.remote.trust = parse_remote_trust(as<std::string>(v, "remote_trust")); },
+       [](const EngineOptions& o) { return py::cast(std::string(remote_trust_name(o.remote.trust))); }},
+      {"remote_namespace",
+       [](EngineOptions& o, py::handle v) { o.remote.key_namespace = as<std::string>(v, "remote_namespace"); },
+       [](const EngineOptions& o) { return py::cast(o.remote.key_namespace); }},
+      {"remote_key_file",
+       [](EngineOptions& o, py::handle v) {
+         o.remote.key_file = py::str(py::module_::import("os").attr("fspath")(v)).cast<std::string>();
+       },
+       [](const EngineOptions& o) { return py::cast(o.remote.key_file); }},
+      {"remote_timeout_ms",
+       [](EngineOptions& o, py::handle v) { o.remote.timeout_ms = o.remote.connect_timeout_ms = as<int>(v, "remote_timeout_ms"); },
+       [](const EngineOptions& o) { return py::cast(o.remote.timeout_ms); }},
       field<uint64_t>("plan_cache_bytes", &EngineOptions::plan_cache_bytes),
       field<uint64_t>("kernel_cache_bytes", &EngineOptions::kernel_cache_bytes),
       field<uint64_t>("packed_cache_bytes", &EngineOptions::packed_cache_bytes),
