@@ -114,6 +114,20 @@ void apply_cache_flags(const Args& args, EngineOptions* options) {
     options->cache_dir = *dir;
   }
   if (args.has("--no-disk-cache")) options->disk_cache = false;
+  if (auto url = args.get("--remote")) {
+    if (url->empty()) throw UsageError{"--remote needs a URL: redis://[user:password@]host[:port][/db]"};
+    options->remote_store = *url;
+  }
+  if (auto trust = args.get("--remote-trust")) {
+    if (*trust != "authenticated" && *trust != "unauthenticated")
+      throw UsageError{"--remote-trust is authenticated or unauthenticated, not '" + *trust + "'"};
+    options->remote.trust = parse_remote_trust(*trust);
+  }
+  if (auto ns = args.get("--remote-namespace")) options->remote.key_namespace = *ns;
+  if (args.has("--remote-timeout-ms")) {
+    const int ms = int(args.get_int("--remote-timeout-ms", 50, 1, 60000));
+    options->remote.timeout_ms = options->remote.connect_timeout_ms = ms;
+  }
 }
 
 std::string backend_usage(BackendKind fallback, bool jit_only) {
@@ -131,6 +145,20 @@ std::string backend_usage(BackendKind fallback, bool jit_only) {
   return s;
 }
 
+namespace {
+
+std::string remote_json(const EngineStats& s) {
+  if (s.remote_url.empty()) return "null";
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  return "{\"url\": " + json_string(s.remote_url) + ", \"enabled\": " + (s.remote_enabled ? "true" : "false") +
+         ", \"state\": " + json_string(s.remote_state) + ", \"hits\": " + u(s.remote_hits) +
+         ", \"misses\": " + u(s.remote_misses) + ", \"writes\": " + u(s.remote_writes) +
+         ", \"rejected\": " + u(s.remote_rejected) + ", \"corrupt\": " + u(s.remote_corrupt) +
+         ", \"unavailable\": " + u(s.remote_unavailable) + "}";
+}
+
+}  // namespace
+
 std::string stats_json(const EngineStats& s) {
   std::string by_backend;
   for (const auto& [name, ms] : s.compile_ms_by_backend)
@@ -145,7 +173,8 @@ std::string stats_json(const EngineStats& s) {
          ", \"groups_verified\": " + u(s.groups_verified) + ", \"groups_failed\": " + u(s.groups_failed) +
          ", \"groups_unfused\": " + u(s.groups_unfused) + ", \"verify_worst_error\": " + json_number(s.verify_worst_error) +
          ", \"verify_worst_ratio\": " + json_number(s.verify_worst_ratio) +
-         ", \"disk\": " + (s.disk_enabled ? json_string(s.disk_dir) : std::string("null")) + "}";
+         ", \"disk\": " + (s.disk_enabled ? json_string(s.disk_dir) : std::string("null")) +
+         ", \"remote\": " + remote_json(s) + "}";
 }
 
 std::string stats_text(const EngineStats& s) {
@@ -159,6 +188,16 @@ std::string stats_text(const EngineStats& s) {
                 (unsigned long long)s.kernel_hits, (unsigned long long)s.evictions(), (unsigned long long)s.bytes(),
                 s.disk_enabled ? s.disk_dir.c_str() : "off");
   std::string out = buf;
+  if (!s.remote_url.empty()) {
+    std::snprintf(buf, sizeof buf,
+                  "  remote store %s: %llu hits, %llu misses, %llu writes, %llu rejected, %llu corrupt, %llu "
+                  "unavailable%s%s\n",
+                  s.remote_url.c_str(), (unsigned long long)s.remote_hits, (unsigned long long)s.remote_misses,
+                  (unsigned long long)s.remote_writes, (unsigned long long)s.remote_rejected,
+                  (unsigned long long)s.remote_corrupt, (unsigned long long)s.remote_unavailable,
+                  s.remote_state.empty() ? "" : "; ", s.remote_state.substr(0, 200).c_str());
+    out += buf;
+  }
   if (s.background_swaps || s.symbolic_steps) {
     std::snprintf(buf, sizeof buf, "  background plans swapped in %llu, symbolic steps %llu, first-tier kernels kept %llu\n",
                   (unsigned long long)s.background_swaps, (unsigned long long)s.symbolic_steps,

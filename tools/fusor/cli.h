@@ -59,11 +59,23 @@ Graph load_model(const std::string& path);
 Tensor read_input_file(const std::string& path);
 
 /// The cache options every engine-making subcommand takes: --cache-dir DIR (the persistent
-/// kernel store's folder) and --no-disk-cache (memory only).
+/// kernel store's folder), --no-disk-cache (memory only), and the remote store's --remote
+/// URL, --remote-trust, --remote-namespace and --remote-timeout-ms.
 void apply_cache_flags(const Args& args, EngineOptions* options);
 /// The flags apply_cache_flags reads, for Args::parse: valued and switches.
-inline const std::vector<std::string> kCacheValued{"--cache-dir"};
+inline const std::vector<std::string> kCacheValued{"--cache-dir", "--remote", "--remote-trust", "--remote-namespace",
+                                                   "--remote-timeout-ms"};
 inline const std::vector<std::string> kCacheSwitches{"--no-disk-cache"};
+/// The help lines of the remote store's flags.
+inline constexpr const char* kRemoteHelp =
+    "  --remote URL         also keep kernels in a Redis server the fleet shares:\n"
+    "                       redis://[user:password@]host[:port][/db] (password also from\n"
+    "                       $FUSOR_REDIS_PASSWORD); entries are signed with the key file\n"
+    "                       $FUSOR_STORE_KEY_FILE (mode 0600)\n"
+    "  --remote-trust T     authenticated (default: entries must carry a valid HMAC) or\n"
+    "                       unauthenticated (no key: trust whoever can write to the server)\n"
+    "  --remote-namespace P prefix of the remote store's names (default fusor:)\n"
+    "  --remote-timeout-ms N  the most one remote operation or connect waits (default 50)\n";
 
 /// The --backend option of a usage text: the backends of codegen/backends.def (with
 /// `jit_only`, those that compile kernels), one a line with its summary, `fallback` named

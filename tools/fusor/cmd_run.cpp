@@ -53,7 +53,7 @@ const std::string kRunUsageText =
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor)\n"
     "  --no-disk-cache      compile in memory only, without the persistent store\n" +
-    std::string(kVerifyHelp) + kPrecisionHelp +
+    std::string(kRemoteHelp) + kVerifyHelp + kPrecisionHelp +
     "  --json               print one JSON object instead of text\n"
     "  --help               this text\n";
 }  // namespace

@@ -56,7 +56,7 @@ const std::string kWarmupUsageText =
     backend_usage(BackendKind::Llvm, true) +
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor); created if missing\n" +
-    std::string(kVerifyHelp) + kPrecisionHelp +
+    std::string(kRemoteHelp) + kVerifyHelp + kPrecisionHelp +
     "                       (on seeded random inputs, once per shape; each kernel that\n"
     "                       passes is kept as passed in the store: not checked again)\n"
     "  --json               print the summary as one JSON object: graph, backend, shapes,\n"
@@ -276,6 +276,18 @@ void prepare_all(Engine& engine, const Graph& graph, const std::vector<WarmShape
   }
 }
 
+// Warmup with --remote fills the shared store or fails: a fleet that deploys on its result
+// must not believe a store is warm when the server was down or refused the writes.
+int remote_filled(const EngineStats& before, const EngineStats& after) {
+  if (!after.remote_enabled) return kOk;
+  const uint64_t lost = after.remote_unavailable - before.remote_unavailable;
+  FUSOR_CHECK(lost == 0 && after.remote_state.empty(), Io, "the remote kernel store ", after.remote_url,
+              " was not filled: ", lost, " reads or writes did not reach it",
+              after.remote_state.empty() ? std::string() : " (" + after.remote_state + ")",
+              "; the kernels are in the local store. Run warmup again when the server is back");
+  return kOk;
+}
+
 }  // namespace
 
 int cmd_warmup(int argc, char** argv) {
@@ -321,12 +333,17 @@ int cmd_warmup(int argc, char** argv) {
   };
   Engine engine(options);
   const EngineStats before = engine.stats();
-  if (!before.disk_enabled) {
-    std::string why;
-    for (const std::string& w : early_warnings) why += (why.empty() ? "" : "; ") + w;
+  std::string early;
+  for (const std::string& w : early_warnings) early += (early.empty() ? "" : "; ") + w;
+  if (!before.remote_url.empty() && !before.remote_enabled)
+    fail(ErrorCode::Io, "the remote kernel store cannot be used, so warmup would not fill it (", before.remote_state, ")");
+  if (!before.disk_enabled && !before.remote_enabled)
     fail(ErrorCode::Io, "the persistent kernel store cannot be used, so warmup would keep nothing",
-         why.empty() ? std::string() : " (" + why + ")", ". Fix the folder or choose another with --cache-dir DIR");
-  }
+         early.empty() ? std::string() : " (" + early + ")", ". Fix the folder or choose another with --cache-dir DIR");
+  // Where the kernels go: the disk store's folder, the remote store, or both.
+  const std::string where = before.disk_enabled && before.remote_enabled ? before.disk_dir + " and " + before.remote_url
+                            : before.disk_enabled                        ? before.disk_dir
+                                                                         : before.remote_url;
   {
     std::lock_guard lock(warn_mu);
     started = true;
@@ -336,7 +353,7 @@ int cmd_warmup(int argc, char** argv) {
   if (!args.has("--quiet"))
     std::fprintf(stderr, "warmup: %zu shape%s of graph %s on %s, %lld job%s, store %s\n", shapes.size(),
                  shapes.size() == 1 ? "" : "s", graph.name().c_str(), std::string(backend_name(options.backend)).c_str(),
-                 static_cast<long long>(jobs), jobs == 1 ? "" : "s", before.disk_dir.c_str());
+                 static_cast<long long>(jobs), jobs == 1 ? "" : "s", where.c_str());
 
   const auto t0 = Clock::now();
   progress.start(before);
@@ -362,7 +379,7 @@ int cmd_warmup(int argc, char** argv) {
         json_string(after.disk_dir).c_str(), static_cast<unsigned long long>(store_entries),
         static_cast<unsigned long long>(store_bytes),
         stats_json(after).c_str());
-    return kOk;
+    return remote_filled(before, after);
   }
   std::printf("warmup: %zu shape%s of %s on %s in %.1f s (%lld job%s)\n", shapes.size(), shapes.size() == 1 ? "" : "s",
               graph.name().c_str(), std::string(backend_name(options.backend)).c_str(), seconds,
@@ -375,10 +392,15 @@ int cmd_warmup(int argc, char** argv) {
                 static_cast<unsigned long long>(after.groups_verified),
                 static_cast<unsigned long long>(after.groups_failed), after.verify_worst_error,
                 after.verify_worst_ratio);
-  std::printf("  store: %s holds %llu kernel%s, %s (%llu bytes)\n", after.disk_dir.c_str(),
-              static_cast<unsigned long long>(store_entries), store_entries == 1 ? "" : "s", human_bytes(store_bytes).c_str(),
-              static_cast<unsigned long long>(store_bytes));
-  return kOk;
+  if (after.disk_enabled)
+    std::printf("  store: %s holds %llu kernel%s, %s (%llu bytes)\n", after.disk_dir.c_str(),
+                static_cast<unsigned long long>(store_entries), store_entries == 1 ? "" : "s",
+                human_bytes(store_bytes).c_str(), static_cast<unsigned long long>(store_bytes));
+  if (after.remote_enabled)
+    std::printf("  remote store: %s: %llu entries written, %llu read\n", after.remote_url.c_str(),
+                static_cast<unsigned long long>(after.remote_writes - before.remote_writes),
+                static_cast<unsigned long long>(after.remote_hits - before.remote_hits));
+  return remote_filled(before, after);
 }
 
 }  // namespace fusor::cli

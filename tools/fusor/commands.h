@@ -17,6 +17,11 @@ extern const char* const kExplainUsage;
 int cmd_warmup(int argc, char** argv);
 extern const char* const kWarmupUsage;
 
+/// `fusor store stats|ls|verify|prune`: what the disk and remote kernel stores hold,
+/// checked and pruned without loading a kernel.
+int cmd_store(int argc, char** argv);
+extern const char* const kStoreUsage;
+
 /// `fusor ops [MODEL]`: the ONNX operators fusor loads, or those a model uses.
 int cmd_ops(int argc, char** argv);
 extern const char* const kOpsUsage;

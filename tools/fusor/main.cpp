@@ -25,6 +25,8 @@ const Command kCommands[] = {
      &fusor::cli::kExplainUsage},
     {"warmup", "compile a graph's kernels for a range or histogram of shapes into the store",
      fusor::cli::cmd_warmup, &fusor::cli::kWarmupUsage},
+    {"store", "what the disk and remote kernel stores hold: stats, ls, verify, prune", fusor::cli::cmd_store,
+     &fusor::cli::kStoreUsage},
     {"ops", "list the ONNX operators fusor loads, or those a model uses", fusor::cli::cmd_ops,
      &fusor::cli::kOpsUsage},
 };
