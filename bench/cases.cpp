@@ -5,7 +5,9 @@
 #include <fstream>
 #include <iterator>
 
+#include "codegen/lower.h"
 #include "ir/builder.h"
+#include "ir/passes/pipeline.h"
 #include "ir/text_format.h"
 
 namespace fusor::bench {
@@ -189,5 +191,25 @@ const std::vector<BenchCase>& bench_cases() {
   static const std::vector<BenchCase> cases = make_cases();  // immutable table, built once
   return cases;
 }
+
+// The spec of the first group of `kind` in bench case `name` (lowered as the engine would).
+KernelSpec spec_of_case(const std::string& name, GroupKind kind) {
+  for (const BenchCase& c : bench_cases()) {
+    if (c.name != name) continue;
+    Graph g;
+    TensorMap inputs;
+    c.make(&g, &inputs);
+    std::vector<TensorType> types;
+    for (ValueId v : g.inputs()) types.push_back({inputs.at(g.value(v).name).dtype(), inputs.at(g.value(v).name).shape()});
+    FusedGraph f = fuse_graph(g, types, FusionOptions{}, nullptr);
+    for (const FusionGroup& grp : f.groups) {
+      std::string why;
+      if (grp.kind != kind) continue;
+      if (std::optional<KernelSpec> spec = lower_group(f, grp, &why)) return *spec;
+    }
+  }
+  fail(ErrorCode::Internal, "bench case '", name, "' has no lowerable ", group_kind_name(kind), " group");
+}
+
 
 }  // namespace fusor::bench

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_spec.h"
 #include "ir/graph.h"
+#include "ir/passes/group_fusions.h"
 #include "jit/engine.h"
 
 namespace fusor::bench {
@@ -22,6 +24,10 @@ struct BenchCase {
 
 /// Every case, in report order.
 const std::vector<BenchCase>& bench_cases();
+
+/// The spec of the first group of `kind` in bench case `name`, lowered as the engine would
+/// (Error(Internal) when it has none).
+KernelSpec spec_of_case(const std::string& name, GroupKind kind);
 
 /// The cases of the GPU benchmarks (bench/gpu_bench.cpp), at the batch sizes a GPU serves:
 /// the BERT-base layer at batch 8 (sequence 37, 128, 384; f32 and f16), the ResNet

@@ -11,6 +11,7 @@
 #include "bench/bench_main.h"
 #include "bench/cases.h"
 #include "bench/ceilings.h"
+#include "bench/store_bench.h"
 #include "codegen/backends.h"
 #include "codegen/lower.h"
 #include "codegen/precision.h"
@@ -103,25 +104,6 @@ void single_op(benchmark::State& state, const char* what, int threads) {
   }
   if (flops > 0) state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// The spec of the first group of `kind` in bench case `name` (lowered as the engine would).
-KernelSpec spec_of_case(const std::string& name, GroupKind kind) {
-  for (const BenchCase& c : bench_cases()) {
-    if (c.name != name) continue;
-    Graph g;
-    TensorMap inputs;
-    c.make(&g, &inputs);
-    std::vector<TensorType> types;
-    for (ValueId v : g.inputs()) types.push_back({inputs.at(g.value(v).name).dtype(), inputs.at(g.value(v).name).shape()});
-    FusedGraph f = fuse_graph(g, types, FusionOptions{}, nullptr);
-    for (const FusionGroup& grp : f.groups) {
-      std::string why;
-      if (grp.kind != kind) continue;
-      if (std::optional<KernelSpec> spec = lower_group(f, grp, &why)) return *spec;
-    }
-  }
-  fail(ErrorCode::Internal, "bench case '", name, "' has no lowerable ", group_kind_name(kind), " group");
 }
 
 // Time to compile one kernel of each kind with a JIT backend, from the benchmark cases: pointwise
@@ -245,6 +227,8 @@ void register_all() {
                                    c.group, b.kind)
           ->Unit(benchmark::kMillisecond);
   }
+  // Where a new replica's kernels come from: compiled, the disk store, the remote store.
+  if (llvm) register_store_benchmarks();
   // The dynamic-shape cases serve new shapes on llvm (background, tiering, symbolic).
   if (llvm)
     for (const char* mode : {"static", "llvm", "llvm_background", "llvm_tiering", "llvm_symbolic"})
