@@ -54,6 +54,9 @@ struct GroupVerdict {
   /// "BatchNorm variance floor 1e-12 applied to 16 channels of bn1" when FusionOptions'
   /// bn_variance_floor fired on a BatchNorm folded into it.
   std::vector<std::string> guards;
+  /// The rewrites its reference undid, so that the check covers them too: "BatchNormalization
+  /// bn1 as written after Conv conv1, in f64 (before fold_batchnorm)".
+  std::vector<std::string> as_written;
   /// One line: kernel, verdict, errors and tolerance.
   std::string str() const;
   /// One JSON object of every field.

@@ -3,9 +3,11 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <map>
 
 #include "codegen/static/static_backend.h"
 #include "jit/bind_run.h"
+#include "jit/reference_f64.h"
 
 namespace fusor {
 
@@ -65,21 +67,48 @@ void run_unfused_step(const Plan& plan, const Step& st, std::vector<Tensor>& val
 }  // namespace
 
 std::vector<Tensor> run_group_unfused(const FusedGraph& fused, size_t group, const std::vector<Tensor>& values,
-                                      Parallel& parallel) {
+                                      Parallel& parallel, std::vector<std::string>* undone) {
   const Graph& g = fused.graph;
   const FusionGroup& grp = fused.groups[group];
   std::vector<char> inside(g.nodes().size(), 0);
   for (NodeId id : grp.nodes) inside[size_t(id)] = 1;
   std::vector<Tensor> local(values.size());
+  // The folds whose nodes are in this group, by the value they make.
+  std::map<std::string, const FoldedBatchNorm*, std::less<>> folds;
+  for (const PassNote& note : fused.log.applied)
+    if (note.folded) folds.emplace(note.folded->output, note.folded.get());
+  // The folded value `v` from the ops as written, or nullopt when it has no double path or
+  // the fold's first node ran in another group.
+  std::function<const Tensor*(ValueId)> get;
+  auto as_written = [&](ValueId v, const FoldedBatchNorm& f) -> std::optional<Tensor> {
+    const Node* first = &g.node(g.value(v).producer);
+    if (f.producer.op == OpKind::MatMul && first->op == OpKind::Add) {  // MatMul, then the Add of its folded bias
+      const Value& mm = g.value(first->inputs[0]);
+      if (mm.kind != ValueKind::NodeOutput || !inside[size_t(mm.producer)]) return std::nullopt;
+      first = &g.node(mm.producer);
+    }
+    if (first->op != f.producer.op || first->inputs.empty()) return std::nullopt;
+    const Tensor* x = get(first->inputs[0]);
+    std::optional<Tensor> t = batchnorm_as_written_f64(f, *x, fused.types[size_t(v)].shape);
+    if (t && undone)
+      undone->push_back(std::string(op_name(f.batchnorm.op)) + " " + f.batchnorm.name + " as written after " +
+                        std::string(op_name(f.producer.op)) + " " + f.producer.name + ", in f64 (before fold_batchnorm)");
+    return t;
+  };
   // A value as the unfused group reads it: computed here when a node of the group makes it
   // (never the kernel's), else the run's, else (a view the plan dropped) computed again.
-  std::function<const Tensor*(ValueId)> get = [&](ValueId v) -> const Tensor* {
+  get = [&](ValueId v) -> const Tensor* {
     if (local[size_t(v)].defined()) return &local[size_t(v)];
     const Value& val = g.value(v);
     const bool ours = val.kind == ValueKind::NodeOutput && inside[size_t(val.producer)];
     if (!ours && values[size_t(v)].defined()) return &values[size_t(v)];
     if (const Tensor* c = g.constant_data(v)) return c;
     FUSOR_ASSERT(val.kind == ValueKind::NodeOutput, "value '", val.name, "' of group ", group, " has no tensor");
+    if (auto f = folds.find(val.name); f != folds.end() && fused.types[size_t(v)].dtype == DType::F32)
+      if (std::optional<Tensor> t = as_written(v, *f->second)) {
+        local[size_t(v)] = std::move(*t);
+        return &local[size_t(v)];
+      }
     const Node& n = g.node(val.producer);
     StaticKernelArgs args{n, {}, {}, parallel};
     for (ValueId in : n.inputs) args.inputs.push_back(in == kNoValue ? nullptr : get(in));

@@ -22,9 +22,11 @@ using StepCheck = std::function<void(const Step&, std::vector<Tensor>& values)>;
 /// Group `group` of `fused` run op by op on the static kernels, on the values of a run
 /// (the values outside the group; the views a plan dropped, because its kernels read their
 /// roots through strides, are computed again): the group's outputs, in FusionGroup::outputs
-/// order.
+/// order. A BatchNormalization folded into an op of the group is undone: that value is
+/// computed from the ops as written, in double (jit/reference_f64.h), and `undone` (when
+/// given) receives a line for each fold undone.
 std::vector<Tensor> run_group_unfused(const FusedGraph& fused, size_t group, const std::vector<Tensor>& values,
-                                      Parallel& parallel);
+                                      Parallel& parallel, std::vector<std::string>* undone = nullptr);
 
 /// Runs `plan` on `feeds` (one per input of the plan's graph, in order) over `parallel`,
 /// intermediates in a block of `arenas`. Outputs already in `outputs` are written in place

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cache/checksum.h"
 #include "codegen/precision.h"
+#include "ir/passes/fold_batchnorm.h"
 #include "ir/json.h"
 #include "ir/op_schema.h"
 #include "ir/random.h"
@@ -146,14 +148,15 @@ std::string GroupVerdict::json() const {
   std::string o;
   for (const std::string& op : ops) o += (o.empty() ? "" : ", ") + json_string(op);
   auto b = [](bool x) { return std::string(x ? "true" : "false"); };
-  std::string g;
+  std::string g, w;
   for (const std::string& x : guards) g += (g.empty() ? "" : ", ") + json_string(x);
+  for (const std::string& x : as_written) w += (w.empty() ? "" : ", ") + json_string(x);
   return "{\"kernel\": " + json_string(kernel) + ", \"pattern\": " + json_string(pattern) + ", \"ops\": [" + o +
          "], \"outputs\": " + json_string(outputs) + ", \"passed\": " + b(passed) + ", \"error\": " +
          json_number(error) + ", \"tolerance\": " + json_number(tolerance) + ", \"scale\": " + json_number(scale) +
          ", \"max_abs\": " + json_number(max_abs) + ", \"max_rel\": " + json_number(max_rel) +
          ", \"new_nonfinite\": " + std::to_string(new_nonfinite) + ", \"mismatched\": " + std::to_string(mismatched) +
-         ", \"unfused\": " + b(unfused) + ", \"remembered\": " + b(remembered) + ", \"guards\": [" + g + "]}";
+         ", \"unfused\": " + b(unfused) + ", \"remembered\": " + b(remembered) + ", \"guards\": [" + g + "], \"as_written\": [" + w + "]}";
 }
 
 std::string verdicts_json(const std::vector<GroupVerdict>& verdicts) {
@@ -163,6 +166,22 @@ std::string verdicts_json(const std::vector<GroupVerdict>& verdicts) {
 }
 
 namespace {
+
+// A digest of what a fold was made from (its ops' constants and attributes), as hex: a
+// verdict against the ops as written holds for those constants only.
+std::string fold_digest(const FoldedBatchNorm& fold) {
+  uint64_t h = checksum64(fold.producer.name.data(), fold.producer.name.size());
+  auto add = [&](const Tensor& t) {
+    if (t.defined()) h = checksum64(t.raw(), t.nbytes(), h);
+    h = checksum64(&h, sizeof h, uint64_t(t.numel()));
+  };
+  for (const Tensor& t : fold.producer_constants) add(t);
+  for (const Tensor& t : fold.bn_constants) add(t);
+  for (const double d : {attr_float(fold.batchnorm, "epsilon"), fold.variance_floor}) h = checksum64(&d, sizeof d, h);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
 
 // A stored verdict: "FVD1", then error, tolerance, scale, max_abs, max_rel as f64, then
 // new_nonfinite and mismatched as i64, then passed as one byte (little-endian, as written).
@@ -214,6 +233,7 @@ std::string GroupVerdict::str() const {
   if (unfused) s += "; runs unfused from now on";
   if (remembered) s += " (remembered: this kernel passed before)";
   for (size_t i = 0; i < guards.size(); ++i) s += (i ? "; " : "; guarded: ") + guards[i];
+  for (size_t i = 0; i < as_written.size(); ++i) s += (i ? "; " : "; against ") + as_written[i];
   std::string o;
   for (const std::string& op : ops) o += (o.empty() ? "" : ", ") + op;
   return s + " [" + pattern + ": " + o + " -> " + outputs + "]";
@@ -271,17 +291,21 @@ void Verifier::execute_checked(const Plan& plan, const std::vector<const Tensor*
     GroupVerdict v;
     v.kernel = st.label;
     v.pattern = grp.pattern;
+    std::string folds;  // what the folds in this group were made from (their verdict depends on it)
     for (NodeId id : grp.nodes) {
       const Node& n = f.graph.node(id);
       v.ops.emplace_back(op_name(n.op));
-      for (const PassNote& note : f.log.applied)
-        if (!note.guard.empty() && note.node == n.name) v.guards.push_back(note.guard);
+      for (const PassNote& note : f.log.applied) {
+        if (note.node != n.name) continue;
+        if (!note.guard.empty()) v.guards.push_back(note.guard);
+        if (note.folded) folds.append(":").append(fold_digest(*note.folded));
+      }
     }
     v.outputs = outputs_str(f, grp);
     v.tolerance = scale_ * verify_tolerance(f, size_t(st.group), st.kernel->spec);
     // Note [Verdicts kept with the kernel]: a kernel that passed before is not run again.
     std::string key = key_of_ ? key_of_(*st.kernel) : std::string();
-    if (!key.empty()) key = "verdict:" + num(scale_) + ":" + key;
+    if (!key.empty()) key = "verdict:" + num(scale_) + folds + ":" + key;
     if (std::optional<GroupVerdict> known = key.empty() ? std::nullopt : remembered(key)) {
       v.error = known->error;
       v.scale = known->scale;
@@ -291,7 +315,9 @@ void Verifier::execute_checked(const Plan& plan, const std::vector<const Tensor*
       verdicts.push_back(std::move(v));
       return;
     }
-    std::vector<Tensor> ref = run_group_unfused(f, size_t(st.group), values, parallel);
+    std::vector<Tensor> ref = run_group_unfused(f, size_t(st.group), values, parallel, &v.as_written);
+    // Each fold the reference undid rounds once more in the kernel's evaluation.
+    v.tolerance += scale_ * 8.0 * unit_roundoff(DType::F32) * double(v.as_written.size());
     for (size_t i = 0; i < grp.outputs.size(); ++i)
       compare_output(values[size_t(grp.outputs[i])], ref[i], v.tolerance, v);
     if (!v.passed && mode_ != VerifyMode::Warn) {

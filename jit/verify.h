@@ -14,7 +14,15 @@
 // A group is checked on its own inputs, so an error upstream is not counted again
 // downstream. The static kernels compute in f32 (they have no double path): the check
 // bounds the difference of two f32 evaluations, by the tolerance of Note [Verify
-// tolerances]. What a failure does is the mode's:
+// tolerances]. A rewrite that changes the numbers beyond evaluation order is undone in the
+// reference, so that its error is checked too: a BatchNormalization folded into the
+// group's Conv, MatMul or Gemm (PassNote::folded) is computed as written, the producer with
+// its own weights and then the normalization, in double (jit/reference_f64.h; f32 as
+// written would lose more to cancellation than the fold does when var + eps is tiny). So a
+// fold whose variance floor fired, or whose folded weights lost the normalization's
+// precision, fails its check (naming the guard), and Fallback and Strict then serve the
+// group as written. Such a verdict is remembered under a digest of the fold's constants as
+// well as the kernel's key. What a failure does is the mode's:
 //  - Warn: warned about (EngineOptions::warn), counted, and the kernel keeps serving;
 //  - Fallback: warned about; the run carries on with the unfused group's results in place
 //    of the kernel's (its outputs are the unfused ones), and the step runs its group

@@ -226,7 +226,15 @@ Graph fold_batchnorm(const Graph& g, const FusionOptions& options, FusionLog* lo
               std::to_string(bn.floored) + " channels of " + n.name;
       msg += " (" + guard + ")";
     }
-    log->note(kPass, p.name, msg, guard);
+    auto folded = std::make_shared<FoldedBatchNorm>();
+    folded->producer = p;
+    folded->batchnorm = n;
+    for (size_t k = 1; k < p.inputs.size(); ++k)
+      folded->producer_constants.push_back(p.inputs[k] == kNoValue ? Tensor() : *g.constant_data(p.inputs[k]));
+    for (size_t k = 1; k <= 4; ++k) folded->bn_constants.push_back(*g.constant_data(n.inputs[k]));
+    folded->output = out_name;
+    folded->variance_floor = options.bn_variance_floor;
+    log->note(kPass, p.name, msg, guard, std::move(folded));
   }
   return rw.finish();
 }

@@ -8,6 +8,18 @@
 
 namespace fusor {
 
+/// What one fold replaced (PassNote::folded): the producer and the BatchNormalization as
+/// written, with their constants, so that verify can compute the folded group's values from
+/// the ops before the rewrite (jit/verify.h, Note [Verify mode]).
+struct FoldedBatchNorm {
+  Node producer;                           ///< the Conv, MatMul or Gemm (its op and attributes)
+  std::vector<Tensor> producer_constants;  ///< its inputs after the first (undefined where absent)
+  Node batchnorm;                          ///< the BatchNormalization (its epsilon)
+  std::vector<Tensor> bn_constants;        ///< gamma, beta, mean, var
+  std::string output;                      ///< the BN's output: the value the folded nodes make
+  double variance_floor = 0;               ///< FusionOptions::bn_variance_floor the fold used
+};
+
 /// Rewrites every  P -> BatchNormalization  where P is a Conv (constant weight and bias),
 /// a MatMul with a rank-2 output and a constant 2-D right operand, or a Gemm with constant
 /// B (and C), P's output feeds only the BN and is not a graph output, and the BN's

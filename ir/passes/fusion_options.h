@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace fusor {
+
+struct FoldedBatchNorm;  // ir/passes/fold_batchnorm.h
 
 /// Options of the fusion pipeline.
 struct FusionOptions {
@@ -45,6 +48,9 @@ struct PassNote {
   /// ("BatchNorm variance floor 1e-12 applied to 16 channels of bn1"); verify reports it
   /// with the group of `node` (jit/verify.h).
   std::string guard;
+  /// Set by fold_batchnorm: the ops as written before the fold, so that verify checks the
+  /// folded group against them (jit/verify.h, Note [Verify mode]).
+  std::shared_ptr<const FoldedBatchNorm> folded;
 };
 
 /// One fusion a pass considered and declined, and why.
@@ -59,8 +65,9 @@ struct DeclinedFusion {
 struct FusionLog {
   std::vector<PassNote> applied;
   std::vector<DeclinedFusion> declined;
-  void note(std::string pass, std::string node, std::string message, std::string guard = "") {
-    applied.push_back({std::move(pass), std::move(node), std::move(message), std::move(guard)});
+  void note(std::string pass, std::string node, std::string message, std::string guard = "",
+            std::shared_ptr<const FoldedBatchNorm> folded = nullptr) {
+    applied.push_back({std::move(pass), std::move(node), std::move(message), std::move(guard), std::move(folded)});
   }
   void decline(std::string producer, std::string consumer, std::string reason, std::string detail = "") {
     declined.push_back({std::move(producer), std::move(consumer), std::move(reason), std::move(detail)});

@@ -318,36 +318,51 @@ output r
   }
 }
 
-TEST_CASE("verify reports the BatchNorm variance floor with the group it fired in") {
-  // var + eps = 1e-13, below FusionOptions' floor of 1e-12: the fold divides by the floor's
-  // root instead, and the verdict of the convolution's group says so; with eps 1e-9 the
-  // floor does not fire and the verdict names no guard.
-  for (const char* eps : {"1e-13", "1e-9"}) {
-    CAPTURE(eps);
+TEST_CASE("verify checks a folded BatchNorm against the ops as written and reports the variance floor") {
+  // The reference undoes the fold: Conv then BatchNormalization as written, in f64. With
+  // var + eps = 1e-13, below FusionOptions' floor of 1e-12, the fold divides by the floor's
+  // root instead: outputs 3.16x too small, which verify catches (and names the guard that
+  // fired); so does a denormal variance with gamma 1e4 and eps 0 (1e14x). With eps 1e-9
+  // the floor does not fire and the folded kernel passes.
+  struct Hazard {
+    const char* eps;
+    const char* var;
+    const char* gamma;
+    bool fires;
+  };
+  for (const Hazard& h : {Hazard{"1e-13", "fill(0.0)", "fill(1.0)", true}, Hazard{"0", "fill(1e-40)", "fill(1e4)", true},
+                          Hazard{"1e-9", "fill(0.0)", "fill(1.0)", false}}) {
+    CAPTURE(h.eps);
+    CAPTURE(h.var);
     const Graph graph = parse_graph(test::with(R"(graph bn
 input x: f32[1, 8, 9, 9]
 const w: f32[16, 8, 3, 3] = randn(seed=1, std=0.2)
-const gamma: f32[16] = fill(1.0)
+const gamma: f32[16] = GAMMA
 const beta: f32[16] = randn(seed=3, std=0.1)
 const mean: f32[16] = randn(seed=4, std=0.1)
-const var: f32[16] = fill(0.0)
+const var: f32[16] = VAR
 c = Conv(x, w) {pads=[1, 1, 1, 1]}
 b = BatchNormalization(c, gamma, beta, mean, var) {epsilon=EPS}
 r = Relu(b)
 output r
-)", {{"EPS", eps}}));
-    const bool fires = std::string(eps) == "1e-13";
+)", {{"EPS", h.eps}, {"VAR", h.var}, {"GAMMA", h.gamma}}));
     for (BackendKind backend : jit_backends()) {
       CAPTURE(backend_name(backend));
-      std::unique_ptr<Engine> e = verify_engine(backend);
+      std::unique_ptr<Engine> e = engine_or_skip(EngineOptions{.backend = backend, .disk_cache = false,
+                                                               .verify = VerifyMode::Warn});
       if (!e) continue;
       e->run(graph, {{"x", randn({1, 8, 9, 9}, 6)}});
       const std::vector<GroupVerdict> verdicts = e->verdicts();
       REQUIRE(verdicts.size() == 1);
       const GroupVerdict& v = verdicts[0];
       INFO(v.str());
-      CHECK(v.passed);
-      if (fires) {
+      REQUIRE(v.as_written.size() == 1);
+      CHECK(v.as_written[0] == "BatchNormalization b as written after Conv c, in f64 (before fold_batchnorm)");
+      CHECK(v.str().find("; against BatchNormalization b as written") != std::string::npos);
+      CHECK(v.json().find("\"as_written\": [\"BatchNormalization b") != std::string::npos);
+      CHECK(v.passed == !h.fires);
+      if (h.fires) {
+        CHECK(v.error > 0.5);  // 1 - 1/3.16 of scale, or all of it
         REQUIRE(v.guards.size() == 1);
         CHECK(v.guards[0] == "BatchNorm variance floor 1e-12 applied to 16 channels of b");
         CHECK(v.str().find("; guarded: BatchNorm variance floor 1e-12") != std::string::npos);
@@ -359,6 +374,67 @@ output r
         CHECK(v.json().find("\"guards\": []") != std::string::npos);
       }
     }
+  }
+}
+
+TEST_CASE("verify serves a failed fold as written in fallback mode and throws in strict mode") {
+  const Graph graph = parse_graph(R"(graph bn
+input x: f32[1, 4, 6, 6]
+const w: f32[8, 4, 3, 3] = randn(seed=1, std=0.2)
+const gamma: f32[8] = fill(1.0)
+const beta: f32[8] = randn(seed=3, std=0.1)
+const mean: f32[8] = randn(seed=4, std=0.1)
+const var: f32[8] = fill(0.0)
+c = Conv(x, w) {pads=[1, 1, 1, 1]}
+b = BatchNormalization(c, gamma, beta, mean, var) {epsilon=1e-13}
+output b
+)");
+  const TensorMap in{{"x", randn({1, 4, 6, 6}, 9)}};
+  // The model as written, unfused on the static kernels (f32): what fallback must serve.
+  const TensorMap want = Engine(EngineOptions{.fuse = false, .disk_cache = false}).run(graph, in);
+  for (BackendKind backend : jit_backends()) {
+    CAPTURE(backend_name(backend));
+    std::unique_ptr<Engine> e =
+        engine_or_skip(EngineOptions{.backend = backend, .disk_cache = false, .verify = VerifyMode::Fallback});
+    if (!e) continue;
+    // (atol 1: the f32 static ops lose ~0.5 to cancellation on outputs of ~1e4; f64 does not.)
+    for (int run = 0; run < 2; ++run) FUSOR_CHECK_CLOSE(e->run(graph, in).at("b"), want.at("b"), 1e-4, 1.0);
+    CHECK(e->stats().groups_unfused == 1);
+    std::unique_ptr<Engine> strict =
+        engine_or_skip(EngineOptions{.backend = backend, .disk_cache = false, .verify = VerifyMode::Strict});
+    CHECK_THROWS_AS(strict->run(graph, in), Error);
+    FUSOR_CHECK_CLOSE(strict->run(graph, in).at("b"), want.at("b"), 1e-4, 1.0);  // the retry: as written
+  }
+}
+
+TEST_CASE("verify's f64 reference passes a fold that is more exact than the f32 ops as written") {
+  // Conv outputs near 1000 minus a mean of 1000, scaled by 1000: in f32 as written the
+  // subtraction loses ulp(1000)/2 * 1000 = 0.03 of outputs of size ~1e3, beyond the f32
+  // tolerance; the fold computes (b - mean) * s in f64 and is exact to f32 rounding. Only a
+  // f64 reference tells the two apart, and passes the fold.
+  const Graph graph = parse_graph(R"(graph bn
+input x: f32[1, 8, 7, 7]
+const w: f32[16, 8, 3, 3] = randn(seed=1, std=0.2)
+const bias: f32[16] = fill(1000.0)
+const gamma: f32[16] = fill(1.0)
+const beta: f32[16] = fill(0.5)
+const mean: f32[16] = fill(1000.0)
+const var: f32[16] = fill(0.0)
+c = Conv(x, w, bias) {pads=[1, 1, 1, 1]}
+b = BatchNormalization(c, gamma, beta, mean, var) {epsilon=1e-6}
+output b
+)");
+  for (BackendKind backend : jit_backends()) {
+    CAPTURE(backend_name(backend));
+    std::unique_ptr<Engine> e =
+        engine_or_skip(EngineOptions{.backend = backend, .disk_cache = false, .verify = VerifyMode::Warn});
+    if (!e) continue;
+    e->run(graph, {{"x", randn({1, 8, 7, 7}, 3)}});
+    const GroupVerdict v = e->verdicts().at(0);
+    INFO(v.str());
+    CHECK(v.as_written.size() == 1);
+    CHECK(v.passed);
+    CHECK(v.error < v.tolerance);
   }
 }
 
