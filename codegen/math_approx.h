@@ -1,6 +1,6 @@
 // The numbers of fusor's float approximations of exp, tanh, sigmoid, erf and the two GELU
 // forms: one definition shared by every backend that evaluates them (codegen/static/math.h
-// in C++, codegen/llvm/emit_pointwise.cpp as LLVM IR). The schemes, their special values and
+// in C++, codegen/llvm/emit_expr.cpp as LLVM IR, codegen/asmjit/emit_math.cpp as x86). The schemes, their special values and
 // their measured accuracy are documented in codegen/static/math.h; a backend that uses these
 // tables must evaluate them in the same order (Horner from the first coefficient, each step
 // one fused multiply-add where the target has FMA) to keep those bounds. Layer: codegen
@@ -64,16 +64,44 @@ inline constexpr ErfcFit<9> kErfcLarge = {
     {4.19583994e-05f, -0.000227499506f, 0.0008803971f, -0.00319030532f, 0.0109618492f, -0.0366475768f,
      0.126239166f, -0.529021025f, -1.55681527f}};
 
-/// erfc on [1, 10] (GELU's negative tail, relative accuracy down to erfc(10)), degree 12.
-inline constexpr ErfcFit<13> kErfcWide = {
-    10.0f, 5.5f, 0.222222224f,
-    {0.00085237145f, -0.00238227192f, 0.00276515214f, -0.00394865451f, 0.00873270817f, -0.0160962734f,
-     0.0271851011f, -0.047096137f, 0.0832912475f, -0.152486265f, 0.305435151f, -0.793132186f, -2.2930088f}};
+// ---- GELU, approximate="none" --------------------------------------------------------------
 
-// ---- GELU ----------------------------------------------------------------------------------
+/// GELU(x) = x * Phi(x), Phi the normal CDF; with w = |x|, Phi(-w) = t * 2^(Q(t) - w^2*log2(e)/2)
+/// for t = 1 / (1 + kGeluErfcP * w) (Numerical Recipes' erfc form, in the normal's units and
+/// base 2), and Phi(x) = 1 - Phi(-w) for x >= 0. Q, highest degree first, is a minimax fit of
+/// log2(Phi(-w)/t) + w^2*log2(e)/2 over all of t in (0, 1] (w from 0 to infinity): relative
+/// error 1.44e-6 in Phi(-w) everywhere; kGeluErfcP was chosen for the smallest such error at
+/// degree 7.
+inline constexpr float kGeluErfcP = 0.369f;
+inline constexpr std::array<float, 8> kGeluErfcQ = {-0.265497863f, 0.989230275f, -1.16053712f, 0.217608571f,
+                                                    0.0077711707f, 0.533097029f, 1.44237936f,  -2.76405334f};
+/// -log2(e)/2, rounded to float (the exponent is -w^2*log2(e)/2 + Q(t), as x*x * this + Q).
+inline constexpr float kGeluNegHalfLog2e = -0.7213475f;
+/// The exponent a is raised to this before the power (Phi(-w) < 2^-150 rounds to 0 below it),
+/// so that n = round(a) stays in [-150, -1].
+inline constexpr float kGeluExp2Min = -150.0f;
+/// 2^a = 2^n * 2^f, f = a - n in [-1/2, 1/2]; 2^n is built from the bits of a + kGeluExp2Shift
+/// (1.5*2^23, whose low mantissa bits then hold n + 127 + kGeluExp2Scale) shifted up by
+/// kFloatMantissaBits, i.e. the float 2^(n + kGeluExp2Scale), normal for every n in range.
+inline constexpr int kGeluExp2Scale = 24;
+inline constexpr float kGeluExp2Shift = 12582912.0f + float(kFloatExponentBias + kGeluExp2Scale);
 
-/// 1/sqrt(2), rounded to float (GELU "none": z = x * kGeluInvSqrt2).
-inline constexpr float kGeluInvSqrt2 = 0.707106769f;
+/// Each coefficient times 2^-scale (exact: only the exponents change).
+template <size_t N>
+constexpr std::array<float, N> scaled_down(std::array<float, N> c, int scale) {
+  float f = 1.0f;
+  for (int i = 0; i < scale; ++i) f *= 0.5f;
+  for (float& v : c) v *= f;
+  return c;
+}
+/// 2^f on [-1/2, 1/2], degree 5, highest degree first (minimax in relative error, 1.4e-7),
+/// stored times 2^-kGeluExp2Scale: the power's factor 2^(n + kGeluExp2Scale) is then normal,
+/// and the one product that applies it rounds Phi(-w) gradually into the denormals.
+inline constexpr std::array<float, 6> kGeluExp2P = scaled_down<6>(
+    {0.00132770999f, 0.00967560243f, 0.0555070192f, 0.240221232f, 0.693147063f, 1.00000012f}, kGeluExp2Scale);
+
+// ---- GELU, approximate="tanh" --------------------------------------------------------------
+
 /// sqrt(2/pi), rounded to float (GELU "tanh": u = kGeluTanhScale * (x + kGeluTanhCubic x^3)).
 inline constexpr float kGeluTanhScale = 0.797884583f;
 inline constexpr float kGeluTanhCubic = 0.044715f;

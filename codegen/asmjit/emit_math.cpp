@@ -95,13 +95,20 @@ x86::Vec VecEmitter::erf(const x86::Vec& x) {
 
 x86::Vec VecEmitter::gelu_erf(const x86::Vec& x) {
   using namespace approx;
-  x86::Vec z = mul(x, cmem(kGeluInvSqrt2));
-  x86::Vec a = abs(z);
-  x86::Vec es = copysign(erf_small(a), z);
-  x86::Vec ec = erfc_fit(a, kErfcWide.clamp, kErfcWide.center, kErfcWide.scale, kErfcWide.g);
-  x86::Vec tail = select(cmp(x, zero(), VCmpImm::kGE_OQ), sub(konst(2.0f), ec), ec);
-  x86::Vec one_plus_erf = select(cmp(a, cmem(kErfSmall), VCmpImm::kLT_OQ), add(es, cmem(1.0f)), tail);
-  return mul(mul(x, cmem(0.5f)), one_plus_erf);
+  x86::Vec w = abs(x);
+  x86::Vec t = div(konst(1.0f), fma(w, cmem(kGeluErfcP), cmem(1.0f)));
+  x86::Vec q = horner(t, kGeluErfcQ);
+  x86::Vec a = fma(mul(x, x), cmem(kGeluNegHalfLog2e), q);
+  a = max_x86(konst(kGeluExp2Min), a);  // kGeluExp2Min > a ? kGeluExp2Min : a; NaN passes
+  x86::Vec y = add(a, cmem(kGeluExp2Shift));
+  x86::Vec n = sub(y, cmem(kGeluExp2Shift));
+  x86::Vec f = sub(a, n);
+  x86::Vec p = horner(f, kGeluExp2P);
+  x86::Vec s = vec();
+  cc.vpslld(s, y, imm(kFloatMantissaBits));
+  x86::Vec phi_neg = mul(mul(t, p), s);
+  x86::Vec phi = select(cmp(x, zero(), VCmpImm::kGE_OQ), sub(konst(1.0f), phi_neg), phi_neg);
+  return mul(x, phi);
 }
 
 x86::Vec VecEmitter::gelu_tanh(const x86::Vec& x) {

@@ -79,13 +79,21 @@ std::string erf_f32(IrText& ir, const std::string& x) {
 
 std::string gelu_erf_f32(IrText& ir, const std::string& x) {
   using namespace approx;
-  std::string z = ir.fmul(x, lit(kGeluInvSqrt2));
-  std::string a = ir.fabs(z);
-  std::string es = ir.copysign(erf_small(ir, a), z);
-  std::string ec = erfc_fit(ir, a, kErfcWide);
-  std::string tail = ir.select(ir.fcmp("oge", x, lit(0.0f)), ir.fsub(lit(2.0f), ec), ec);
-  std::string one_plus_erf = ir.select(ir.fcmp("olt", a, lit(kErfSmall)), ir.fadd(lit(1.0f), es), tail);
-  return ir.fmul(ir.fmul(lit(0.5f), x), one_plus_erf);
+  std::string w = ir.fabs(x);
+  std::string t = ir.fdiv(lit(1.0f), ir.fma(w, lit(kGeluErfcP), lit(1.0f)));
+  std::string q = horner(ir, t, kGeluErfcQ);
+  std::string a = ir.fma(ir.fmul(x, x), lit(kGeluNegHalfLog2e), q);
+  a = ir.select(ir.fcmp("olt", a, lit(kGeluExp2Min)), lit(kGeluExp2Min), a);
+  std::string y = ir.fadd(a, lit(kGeluExp2Shift));
+  std::string n = ir.fsub(y, lit(kGeluExp2Shift));
+  std::string f = ir.fsub(a, n);
+  std::string p = horner(ir, f, kGeluExp2P);
+  std::string yi = ir.op("bitcast float " + y + " to i32");
+  std::string si = ir.op("shl i32 " + yi + ", " + std::to_string(kFloatMantissaBits));
+  std::string s = ir.op("bitcast i32 " + si + " to float");
+  std::string phi_neg = ir.fmul(ir.fmul(t, p), s);
+  std::string phi = ir.select(ir.fcmp("oge", x, lit(0.0f)), ir.fsub(lit(1.0f), phi_neg), phi_neg);
+  return ir.fmul(x, phi);
 }
 
 std::string gelu_tanh_f32(IrText& ir, const std::string& x) {

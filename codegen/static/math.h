@@ -6,8 +6,9 @@
 // `y[i] = exp_f32(x[i])` at -O3 -march=x86-64-v3 (8 lanes of AVX2). Nothing here calls libm
 // (std::fabs/std::copysign/std::fma compile to single instructions).
 //
-// Scheme (coefficients fitted by us with mpmath's Chebyshev fit, then rounded to float; the
-// numbers live in codegen/math_approx.h, shared with the llvm backend's IR emitter):
+// Scheme (coefficients fitted by us against mpmath, with its Chebyshev fit or, for GELU, a
+// linear-programming minimax fit, then rounded to float; the numbers live in
+// codegen/math_approx.h, shared with the llvm and asmjit backends' emitters):
 //   exp      Cody-Waite: n = round(x/ln2), r = x - n*ln2 (ln2 split hi+lo, hi with 9
 //            significant bits so n*hi is exact), e^r = 1 + r + r^2*q(r) (degree 6), and
 //            2^n applied as two factors 2^(n/2) * 2^(n-n/2) so the result overflows to inf
@@ -18,9 +19,13 @@
 //   erf      |x| < 1: x*(c0 + x^2*p(x^2)) (degree 13); else 1 - erfc(|x|) with
 //            erfc(a) = exp(g(a) - a^2), g a degree-8 fit of log(erfc(a)) + a^2 on [1, 4]
 //            (erf rounds to 1 beyond 4).
-//   gelu     "none": x/2 * (1 + erf(x/sqrt2)), where 1 + erf is formed as erfc(|z|) for
-//            z = x/sqrt2 <= -1 (no cancellation in the negative tail; g refitted on [1, 10],
-//            degree 12, so the tail keeps its relative accuracy down to the denormals);
+//   gelu     "none": x/2 * (1 + erf(x/sqrt2)) = x * Phi(x) in one branch-free path:
+//            Phi(-|x|) = t * 2^(Q(t) - x^2*log2(e)/2), t = 1/(1 + 0.369|x|) (Numerical
+//            Recipes' erfc form; Q a degree-7 minimax fit on all of t in (0, 1], relative
+//            error 1.44e-6 from x = 0 to the underflow), 2^a = 2^n * 2^f with 2^f a degree-5
+//            polynomial and 2^n built from bits, applied in one final rounding so the negative
+//            tail keeps its relative accuracy into the denormals; Phi(x) = 1 - Phi(-|x|) for
+//            x >= 0. ~28 vector operations, one division.
 //            "tanh": computed as x * sigmoid(2u), u = sqrt(2/pi)*(x + 0.044715x^3), the same
 //            function without the 1 + tanh cancellation.
 //
@@ -36,12 +41,15 @@
 //   tanh_f32     1.30 / 1.30 ulp
 //   sigmoid_f32  2.30 / 2.30 ulp   (denormal results included)
 //   erf_f32      2.02 / 3.01 ulp
-//   gelu_erf     |err| <= 1.45e-7*|x| everywhere; relative 3.6e-6 / 4.3e-6 for x >= -5.7,
-//                1.6e-5 / 1.9e-5 down to x = -14 (|gelu| < 4.4e-8 there; below, denormal)
+//   gelu_erf     |err| <= 9.0e-7*|x| for every normal x; relative 1.7e-6 / 1.7e-6 for x >= 0,
+//                2.7e-6 / 3.0e-6 for x >= -5.7, 8.5e-6 / 1.0e-5 for every normal result below
+//                (down to x = -13.2; the rounding of x^2*log2(e)/2, ~126 at most, dominates);
+//                0.42 of the test's bound at most (at x = -0.09)
 //   gelu_tanh    |err| <= 1.43e-7*|x| everywhere; relative 2.7e-6 / 3.8e-6 for x >= -5.7,
 //                1.1e-5 / 1.4e-5 below (rounding of the exponent argument, ~80 at most)
 // tests/codegen/static/math_test.cpp checks bounds of 1.1, 1.5, 2.5, 2.1 (3.1 without FMA)
-// ulp and, for GELU, 2e-7*|x| + 4e-6*|gelu| on a million samples plus breakpoints and specials.
+// ulp and, for GELU, 2e-7*|x| + 4e-6*|gelu| on a million samples plus breakpoints and specials
+// (and, for the erf form, 2e-5 relative on every normal result below x = -5.7).
 #pragma once
 
 #include <array>
@@ -150,11 +158,6 @@ FUSOR_MATH_INLINE float erfc_fit(float a, const approx::ErfcFit<N>& f) {
 // erfc(a) for a >= 1 (any a >= 0 gives a finite value; meaningful from 1 on), g fitted on
 // [1, 4] in t = (a - 2.5)/1.5 (only its tiny relative accuracy degrades beyond 4).
 FUSOR_MATH_INLINE float erfc_large(float a) { return erfc_fit(a, approx::kErfcLarge); }
-// erfc(a) for a >= 1 to the end of the float range of GELU's tail: the same form with g
-// fitted on [1, 10] (degree 12, t = (a - 5.5)/4.5). Less accurate than erfc_large near 1 in
-// absolute terms (3.5e-8 vs 5e-10), but its relative accuracy holds down to erfc(10) = 2e-45,
-// which GELU's negative tail needs.
-FUSOR_MATH_INLINE float erfc_wide(float a) { return erfc_fit(a, approx::kErfcWide); }
 }  // namespace detail
 
 /// erf(x).
@@ -166,15 +169,24 @@ FUSOR_MATH_INLINE float erf_f32(float x) {
   return std::copysign(r, x);
 }
 
-/// GELU, approximate="none": x/2 * (1 + erf(x/sqrt2)).
+/// GELU, approximate="none": x/2 * (1 + erf(x/sqrt2)) = x * Phi(x), Phi the normal CDF.
+/// One branch-free path (approx::kGeluErfcQ): Phi(-|x|) = t * 2^(Q(t) - x^2*log2(e)/2),
+/// t = 1/(1 + p|x|), the power 2^a split as 2^n * 2^f with both factors and t multiplied in
+/// one rounding at the end; Phi(x) = 1 - Phi(-|x|) for x >= 0.
 FUSOR_MATH_INLINE float gelu_erf_f32(float x) {
-  float z = x * approx::kGeluInvSqrt2;
-  float a = std::fabs(z);
-  float erf_small = std::copysign(detail::erf_small(a), z);
-  float ec = detail::erfc_wide(a);              // erfc(|z|), for |z| >= 1
-  float tail = select(x >= 0.0f, 2.0f - ec, ec);  // 1 + erf(z) for |z| >= 1
-  float one_plus_erf = select(a < approx::kErfSmall, 1.0f + erf_small, tail);
-  return 0.5f * x * one_plus_erf;
+  using namespace approx;
+  float w = std::fabs(x);
+  float t = 1.0f / fmadd(w, kGeluErfcP, 1.0f);  // 0 at w = inf, so gelu(-inf) = -inf * 0
+  float q = horner(t, kGeluErfcQ);
+  float a = fmadd(x * x, kGeluNegHalfLog2e, q);  // log2(Phi(-w) / t)
+  a = select(a < kGeluExp2Min, kGeluExp2Min, a);  // NaN passes
+  float y = a + kGeluExp2Shift;                   // n + 127 + scale in the low mantissa bits
+  float n = y - kGeluExp2Shift;                   // round(a), exact
+  float f = a - n;                                // exact, in [-1/2, 1/2]
+  float p = horner(f, kGeluExp2P);                // 2^f * 2^-scale
+  float s = std::bit_cast<float>(std::bit_cast<uint32_t>(y) << kFloatMantissaBits);  // 2^(n + scale)
+  float phi_neg = t * p * s;                      // Phi(-w), rounded once (into the denormals)
+  return x * select(x >= 0.0f, 1.0f - phi_neg, phi_neg);
 }
 
 /// GELU, approximate="tanh": x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
