@@ -254,8 +254,7 @@ struct DiskStore::State {
   std::mutex warned_mu;
   std::set<std::string> warned;
   std::atomic<uint64_t> temp_counter{0};
-  std::atomic<uint64_t> loads{0}, hits{0}, misses{0}, corrupt{0}, writes{0}, write_failures{0}, bytes_read{0},
-      bytes_written{0};
+  StoreCounters counts;
 
   // Gives message to the sink once per distinct `what`.
   void warn_once(const std::string& what, const std::string& message) {
@@ -501,11 +500,11 @@ std::string DiskStore::entry_path(std::string_view key_bytes) const {
 std::optional<std::vector<uint8_t>> DiskStore::get(std::string_view key_bytes) {
   if (!enabled()) return std::nullopt;
   State& s = *state_;
-  s.loads.fetch_add(1, std::memory_order_relaxed);
+  s.counts.load();
   uint64_t h = key_hash(key_bytes);
   std::string path = s.path_of(h);
   auto miss = [&]() -> std::optional<std::vector<uint8_t>> {
-    s.misses.fetch_add(1, std::memory_order_relaxed);
+    s.counts.miss();
     return std::nullopt;
   };
 
@@ -521,7 +520,7 @@ std::optional<std::vector<uint8_t>> DiskStore::get(std::string_view key_bytes) {
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return miss();
   auto bad = [&](const std::string& kind, const std::string& detail) {
-    s.corrupt.fetch_add(1, std::memory_order_relaxed);
+    s.counts.corrupt();
     s.warn_once(path + ":" + kind, "ignoring " + kind + " disk cache entry " + path + " (" + detail +
                                        "); it is removed and will be rebuilt");
     s.remove_bad(path, st, h);
@@ -540,8 +539,7 @@ std::optional<std::vector<uint8_t>> DiskStore::get(std::string_view key_bytes) {
   if (e.key != key_bytes) return miss();  // another key with the same hash: valid, not ours
 
   ::futimens(fd.get(), nullptr);  // the mtime is trim()'s LRU clock
-  s.hits.fetch_add(1, std::memory_order_relaxed);
-  s.bytes_read.fetch_add(e.payload.size(), std::memory_order_relaxed);
+  s.counts.hit(e.payload.size());
   return std::vector<uint8_t>(e.payload.begin(), e.payload.end());
 }
 
@@ -549,7 +547,7 @@ bool DiskStore::put(std::string_view key_bytes, std::span<const uint8_t> payload
   if (!enabled()) return false;
   State& s = *state_;
   if (payload.size() + key_bytes.size() + 4096 > kMaxEntryBytes) {
-    s.write_failures.fetch_add(1, std::memory_order_relaxed);
+    s.counts.write_failed();
     s.warn_once("too-big", "not saving a " + std::to_string(payload.size()) + "-byte payload to the disk cache " +
                                s.dir + ": entries are at most " + std::to_string(kMaxEntryBytes >> 20) + " MiB");
     return false;
@@ -572,7 +570,7 @@ bool DiskStore::put(std::string_view key_bytes, std::span<const uint8_t> payload
   if (!ok) {
     int err = errno;
     ::unlink(tmp.c_str());
-    s.write_failures.fetch_add(1, std::memory_order_relaxed);
+    s.counts.write_failed();
     s.warn_once("write", "cannot save to the disk cache " + s.dir + ": " + errno_text(err) +
                              "; kernels are still kept in memory");
     return false;
@@ -585,8 +583,7 @@ bool DiskStore::put(std::string_view key_bytes, std::span<const uint8_t> payload
     FileLock lock(s.lock_path, true);
     if (lock.locked()) s.append_record("put " + hex16(h) + " " + std::to_string(header.size() + payload.size()) + "\n");
   }
-  s.writes.fetch_add(1, std::memory_order_relaxed);
-  s.bytes_written.fetch_add(payload.size(), std::memory_order_relaxed);
+  s.counts.wrote(payload.size());
   // (A replaced entry is counted twice until the next trim recounts: trims come early, never late.)
   if (s.listed_bytes.fetch_add(header.size() + payload.size()) + header.size() + payload.size() > s.max_bytes)
     trim(s.max_bytes / 10 * 9);
@@ -684,14 +681,7 @@ DiskStore::Stats DiskStore::stats() const {
   Stats out;
   if (!state_) return out;
   const State& s = *state_;
-  out.loads = s.loads.load();
-  out.hits = s.hits.load();
-  out.misses = s.misses.load();
-  out.corrupt = s.corrupt.load();
-  out.writes = s.writes.load();
-  out.write_failures = s.write_failures.load();
-  out.bytes_read = s.bytes_read.load();
-  out.bytes_written = s.bytes_written.load();
+  s.counts.fill(out);
   out.location = s.dir;
   for (const Entry& e : entries()) {
     ++out.entries;

@@ -9,6 +9,7 @@
 // through its own sink.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -34,6 +35,37 @@ struct StoreStats {
   uint64_t bytes = 0;          ///< their size in the store
   std::string location;        ///< where it keeps them (a folder, a URL), for messages
   std::string state;           ///< "" when healthy, else what is wrong now ("unreachable: ...")
+};
+
+/// The counters of StoreStats that every store keeps the same way, thread-safe.
+class StoreCounters {
+ public:
+  void load() { add(loads_); }
+  void hit(uint64_t bytes) { add(hits_), add(bytes_read_, bytes); }
+  void miss() { add(misses_); }
+  void corrupt() { add(corrupt_); }
+  void rejected() { add(rejected_); }
+  void unavailable() { add(unavailable_); }
+  void wrote(uint64_t bytes) { add(writes_), add(bytes_written_, bytes); }
+  void write_failed() { add(write_failures_); }
+  /// The counts into `s` (its other fields untouched).
+  void fill(StoreStats& s) const {
+    s.loads = loads_.load();
+    s.hits = hits_.load();
+    s.misses = misses_.load();
+    s.corrupt = corrupt_.load();
+    s.rejected = rejected_.load();
+    s.unavailable = unavailable_.load();
+    s.writes = writes_.load();
+    s.write_failures = write_failures_.load();
+    s.bytes_read = bytes_read_.load();
+    s.bytes_written = bytes_written_.load();
+  }
+
+ private:
+  static void add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+  std::atomic<uint64_t> loads_{0}, hits_{0}, misses_{0}, corrupt_{0}, rejected_{0}, unavailable_{0}, writes_{0},
+      write_failures_{0}, bytes_read_{0}, bytes_written_{0};
 };
 
 /// A store of compiled kernels keyed by serialized KernelKeys. Implementations are

@@ -10,36 +10,28 @@ LayeredStore::LayeredStore(std::vector<std::unique_ptr<KernelStore>> layers) : l
 }
 
 std::optional<std::vector<uint8_t>> LayeredStore::get(std::string_view key) {
-  loads_.fetch_add(1, std::memory_order_relaxed);
+  counts_.load();
   for (size_t i = 0; i < layers_.size(); ++i) {
     std::optional<std::vector<uint8_t>> payload = layers_[i]->get(key);
     if (!payload) continue;
     for (size_t j = 0; j < i; ++j) layers_[j]->put(key, *payload);  // fill the nearer layers
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    bytes_read_.fetch_add(payload->size(), std::memory_order_relaxed);
+    counts_.hit(payload->size());
     return payload;
   }
+  counts_.miss();
   return std::nullopt;
 }
 
 bool LayeredStore::put(std::string_view key, std::span<const uint8_t> payload) {
   bool any = false;
   for (const auto& l : layers_) any = l->put(key, payload) || any;
-  if (any) {
-    writes_.fetch_add(1, std::memory_order_relaxed);
-    bytes_written_.fetch_add(payload.size(), std::memory_order_relaxed);
-  }
+  if (any) counts_.wrote(payload.size());
   return any;
 }
 
 StoreStats LayeredStore::stats() const {
   StoreStats s;
-  s.loads = loads_.load();
-  s.hits = hits_.load();
-  s.misses = s.loads - s.hits;
-  s.writes = writes_.load();
-  s.bytes_read = bytes_read_.load();
-  s.bytes_written = bytes_written_.load();
+  counts_.fill(s);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const StoreStats l = layers_[i]->stats();
     if (i == 0) {

@@ -13,7 +13,6 @@
 // is down) costs only its own misses.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -40,7 +39,7 @@ class LayeredStore final : public KernelStore {
 
  private:
   std::vector<std::unique_ptr<KernelStore>> layers_;
-  std::atomic<uint64_t> loads_{0}, hits_{0}, writes_{0}, bytes_read_{0}, bytes_written_{0};
+  StoreCounters counts_;  // the layered gets and puts
 };
 
 }  // namespace fusor

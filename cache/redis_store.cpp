@@ -203,8 +203,7 @@ struct RedisStore::State {
 
   std::mutex warned_mu;
   std::set<std::string> warned;
-  std::atomic<uint64_t> loads{0}, hits{0}, misses{0}, corrupt{0}, rejected{0}, unavailable{0}, writes{0},
-      write_failures{0}, bytes_read{0}, bytes_written{0};
+  StoreCounters counts;
 
   ~State() {
     if (ctx) redisFree(ctx);
@@ -423,10 +422,10 @@ std::string RedisStore::name_prefix() const { return state_->prefix; }
 std::optional<std::vector<uint8_t>> RedisStore::get(std::string_view key_bytes) {
   if (!enabled()) return std::nullopt;
   State& s = *state_;
-  s.loads.fetch_add(1, std::memory_order_relaxed);
+  s.counts.load();
   const std::string name = s.name_of(key_bytes);
   auto miss = [&]() -> std::optional<std::vector<uint8_t>> {
-    s.misses.fetch_add(1, std::memory_order_relaxed);
+    s.counts.miss();
     return std::nullopt;
   };
   std::optional<std::string> value;
@@ -435,7 +434,7 @@ std::optional<std::vector<uint8_t>> RedisStore::get(std::string_view key_bytes) 
     value = s.read_value(name, false);
   }
   if (!value) {
-    s.unavailable.fetch_add(1, std::memory_order_relaxed);
+    s.counts.unavailable();
     return miss();
   }
   if (value->empty()) return miss();  // GETRANGE of a missing name
@@ -445,7 +444,7 @@ std::optional<std::vector<uint8_t>> RedisStore::get(std::string_view key_bytes) 
   const std::string kind = s.classify(bytes, &e, &detail);
   if (kind != "valid") {
     const bool untrusted = kind == "unsigned" || kind == "forged";
-    (untrusted ? s.rejected : s.corrupt).fetch_add(1, std::memory_order_relaxed);
+    untrusted ? s.counts.rejected() : s.counts.corrupt();
     s.warn_once("get:" + kind, "ignoring " + std::string(kind == "oversized" || kind == "unsigned" ? "an " : "a ") + kind +
                                    " entry in the remote kernel store " + s.location + " (" + name + ": " + detail +
                                    "); it is never loaded, and the kernel is compiled and stored again" +
@@ -454,8 +453,7 @@ std::optional<std::vector<uint8_t>> RedisStore::get(std::string_view key_bytes) 
     return miss();
   }
   if (e.key != key_bytes) return miss();  // another key under the same name: not ours
-  s.hits.fetch_add(1, std::memory_order_relaxed);
-  s.bytes_read.fetch_add(e.payload.size(), std::memory_order_relaxed);
+  s.counts.hit(e.payload.size());
   return std::vector<uint8_t>(e.payload.begin(), e.payload.end());
 }
 
@@ -470,7 +468,7 @@ bool RedisStore::put(std::string_view key_bytes, std::span<const uint8_t> payloa
     value.append(reinterpret_cast<const char*>(tag.data()), tag.size());
   }
   if (value.size() > s.options.remote.max_entry_bytes) {
-    s.write_failures.fetch_add(1, std::memory_order_relaxed);
+    s.counts.write_failed();
     s.warn_once("put:too-big", "not saving a " + std::to_string(value.size()) + "-byte entry to the remote kernel store " +
                                    s.location + ": entries are at most " +
                                    std::to_string(s.options.remote.max_entry_bytes) + " bytes (max_entry_bytes)");
@@ -479,11 +477,11 @@ bool RedisStore::put(std::string_view key_bytes, std::span<const uint8_t> payloa
   std::lock_guard<std::mutex> lk(s.mu);
   Reply r = s.command({"SET", s.name_of(key_bytes), std::move(value)});
   if (!r) {
-    s.unavailable.fetch_add(1, std::memory_order_relaxed);
+    s.counts.unavailable();
     return false;
   }
   if (r->type == REDIS_REPLY_ERROR) {
-    s.write_failures.fetch_add(1, std::memory_order_relaxed);
+    s.counts.write_failed();
     const std::string err = reply_error(*r);
     if (s.write_refused.empty())
       s.warn("the remote kernel store " + s.location + " refuses writes (" + err +
@@ -493,24 +491,14 @@ bool RedisStore::put(std::string_view key_bytes, std::span<const uint8_t> payloa
   }
   if (!s.write_refused.empty()) s.warn("the remote kernel store " + s.location + " accepts writes again");
   s.write_refused.clear();
-  s.writes.fetch_add(1, std::memory_order_relaxed);
-  s.bytes_written.fetch_add(payload.size(), std::memory_order_relaxed);
+  s.counts.wrote(payload.size());
   return true;
 }
 
 StoreStats RedisStore::stats() const {
   State& s = *state_;
   StoreStats st;
-  st.loads = s.loads.load();
-  st.hits = s.hits.load();
-  st.misses = s.misses.load();
-  st.corrupt = s.corrupt.load();
-  st.rejected = s.rejected.load();
-  st.unavailable = s.unavailable.load();
-  st.writes = s.writes.load();
-  st.write_failures = s.write_failures.load();
-  st.bytes_read = s.bytes_read.load();
-  st.bytes_written = s.bytes_written.load();
+  s.counts.fill(st);
   st.location = s.location;
   std::lock_guard<std::mutex> lk(s.mu);
   if (!s.enabled)

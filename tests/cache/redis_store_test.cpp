@@ -16,6 +16,7 @@
 #include "cache/redis_store.h"
 #include "cache/store_key.h"
 #include "ir/error.h"
+#include "tests/support/disk_store_util.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/temp_dir.h"
 
@@ -25,22 +26,10 @@ using fusor::test::TempDir;
 
 namespace {
 
-// Warnings of one store, from any thread.
-struct Warnings {
-  std::mutex mu;
-  std::vector<std::string> list;
-  size_t count(const std::string& needle) {
-    std::lock_guard<std::mutex> lk(mu);
-    size_t n = 0;
-    for (const std::string& w : list) n += w.find(needle) != std::string::npos;
-    return n;
-  }
-};
-
 // A store on `server`, signed with the key `key_bytes` (written to a private file in
 // `dir`), or unauthenticated when key_bytes is empty.
 struct Client {
-  std::shared_ptr<Warnings> warnings = std::make_shared<Warnings>();
+  std::shared_ptr<fusor::test::Warnings> warnings = std::make_shared<fusor::test::Warnings>();
   std::unique_ptr<RedisStore> store;
 };
 
@@ -59,11 +48,7 @@ Client client(const RedisServer& server, const TempDir& dir, const std::string& 
     std::ofstream(o.remote.key_file, std::ios::binary) << key_bytes;
     ::chmod(o.remote.key_file.c_str(), 0600);
   }
-  auto w = c.warnings;
-  o.warn = [w](const std::string& m) {
-    std::lock_guard<std::mutex> lk(w->mu);
-    w->list.push_back(m);
-  };
+  o.warn = c.warnings->sink();
   c.store = RedisStore::open(o);
   return c;
 }

@@ -14,6 +14,7 @@
 
 #include "ir/text_format.h"
 #include "jit/engine.h"
+#include "tests/support/disk_store_util.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
@@ -38,16 +39,7 @@ y = Mul(t, g)
 output y
 )";
 
-struct Recorder {
-  std::mutex mu;
-  std::vector<std::string> warnings;
-  size_t count(const std::string& needle) {
-    std::lock_guard<std::mutex> lk(mu);
-    size_t n = 0;
-    for (const std::string& w : warnings) n += w.find(needle) != std::string::npos;
-    return n;
-  }
-};
+using Recorder = fusor::test::Warnings;
 
 std::string key_file(const TempDir& dir, const std::string& name, char fill) {
   const std::string path = dir.file(name);
@@ -68,13 +60,7 @@ std::unique_ptr<Engine> engine(const RedisServer& server, const std::string& dis
   o.remote_store = server.url();
   o.remote.key_file = key;
   o.remote.retry_min_ms = o.remote.retry_max_ms = 20;
-  if (rec)
-    o.warn = [rec](const std::string& w) {
-      std::lock_guard<std::mutex> lk(rec->mu);
-      rec->warnings.push_back(w);
-    };
-  else
-    o.warn = [](const std::string&) {};
+  o.warn = rec ? rec->sink() : [](const std::string&) {};
   try {
     return std::make_unique<Engine>(o);
   } catch (const Error& e) {

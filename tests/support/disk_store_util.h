@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,13 @@ struct Warnings {
   size_t size() {
     std::lock_guard<std::mutex> lk(mu);
     return list.size();
+  }
+  /// A sink that appends to this (which must outlive it).
+  std::function<void(const std::string&)> sink() {
+    return [this](const std::string& m) {
+      std::lock_guard<std::mutex> lk(mu);
+      list.push_back(m);
+    };
   }
 };
 
