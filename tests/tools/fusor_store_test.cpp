@@ -107,6 +107,22 @@ TEST_SUITE("tools/fusor_store") {
     CHECK(sums(run_c.out) == sums(run_fresh.out));
   }
 
+  TEST_CASE("a replica with an empty disk serves a warmed BERT layer's shapes with no compile") {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    Fleet f(*server);
+    const std::string bert = std::string(FUSOR_SOURCE_DIR) + "/examples/graphs/bert_layer";
+    const std::string dims = " --dim B=1 --dim T=4..5 --backend llvm --quiet --json --cache-dir ";
+    CommandResult first = f.fusor("warmup " + bert + dims + f.dir.file("disk-a"));
+    if (!llvm_or_skip(first)) return;
+    REQUIRE_MESSAGE(first.code == 0, first.out);
+    CHECK(json_int(first.out, "kernels_compiled") > 0);
+    CommandResult second = f.fusor("warmup " + bert + dims + f.dir.file("disk-b"));
+    REQUIRE_MESSAGE(second.code == 0, second.out);
+    CHECK(json_int(second.out, "kernels_compiled") == 0);
+    CHECK(json_int(second.out, "disk_hits") == json_int(first.out, "kernels_compiled"));
+  }
+
   TEST_CASE("fusor store stats ls verify and prune cover the disk and the remote store") {
     auto server = RedisServer::start_or_skip();
     if (!server) return;
