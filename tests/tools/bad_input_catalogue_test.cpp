@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/redis_server.h"
 #include "tests/support/run_command.h"
 
 namespace fs = std::filesystem;
@@ -70,10 +71,12 @@ std::string scratch(const std::string& name) {
   return d.string();
 }
 
-// `fusor ARGS`, killed after 60 s (a hang is a failure, not a stuck CI).
-CommandResult run_fusor(const std::string& args) {
-  return fusor::test::run_command("timeout 60 " + std::string(FUSOR_BINARY_DIR) + "/tools/fusor/fusor " + args);
+// `fusor ARGS`, killed after 60 s (a hang is a failure, not a stuck CI); with `env`
+// ("NAME=value ...") in its environment.
+CommandResult run_fusor(const std::string& env, const std::string& args) {
+  return fusor::test::run_command(env + " timeout 60 " + std::string(FUSOR_BINARY_DIR) + "/tools/fusor/fusor " + args);
 }
+CommandResult run_fusor(const std::string& args) { return run_fusor("", args); }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -87,6 +90,20 @@ std::string graph_in(const std::string& dir) {
 // `fusor run` of that graph at N=5 on llvm with its store in dir/store.
 std::string run_stored(const std::string& dir) {
   return "run " + graph_in(dir) + " --dim N=5 --backend llvm --cache-dir " + dir + "/store";
+}
+
+// A private store key file in dir, 32 bytes of `fill`.
+std::string key_file(const std::string& dir, const std::string& name, char fill) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path, std::ios::binary) << std::string(32, fill);
+  ::chmod(path.c_str(), 0600);
+  return path;
+}
+
+// `fusor run` of that graph at N=5 on llvm with the remote store of `server` (no disk
+// store: the server is the only one), printing the cache statistics.
+std::string remote_run(const std::string& dir, const fusor::test::RedisServer& server) {
+  return "run " + graph_in(dir) + " --dim N=5 --backend llvm --no-disk-cache --stats --remote '" + server.url() + "'";
 }
 
 // The checksum line every good run of that graph prints.
@@ -250,6 +267,84 @@ TEST_SUITE("tools/catalogue") {
     }
     CHECK(!fs::exists(store + "/entries"));
     CHECK(!fs::exists(store + "/manifest"));
+  }
+
+  // The remote store (cache/redis_store.h), on a redis-server of the row's own.
+
+  CATALOGUE_ROW("a remote store entry signed with another key",
+                "warning once: forged entry; never loaded; the kernel is compiled here and stored again; the run is "
+                "correct",
+                "succeeds from the re-signed entry, without a warning") {
+    auto server = fusor::test::RedisServer::start_or_skip();
+    if (!server) return;
+    const std::string dir = scratch("remote_forged");
+    const std::string ours = key_file(dir, "ours", 'o'), theirs = key_file(dir, "theirs", 't');
+    const std::string args = remote_run(dir, *server);
+    check_good(run_fusor("FUSOR_STORE_KEY_FILE=" + theirs, args));
+    CommandResult r = run_fusor("FUSOR_STORE_KEY_FILE=" + ours, args);
+    check_good(r);
+    CHECK(has(r.out, "forged entry"));
+    CHECK(has(r.out, "1 compiled"));
+    r = run_fusor("FUSOR_STORE_KEY_FILE=" + ours, args);
+    check_good(r);
+    CHECK(!has(r.out, "warning"));
+    CHECK(has(r.out, "0 compiled"));
+  }
+
+  CATALOGUE_ROW("a remote store whose server is down",
+                "warning once: cannot be reached; the run is correct from the local store or a compile (no wait past "
+                "the connect timeout)",
+                "succeeds the same way; with the server back the remote store is used again") {
+    auto server = fusor::test::RedisServer::start_or_skip();
+    if (!server) return;
+    const std::string dir = scratch("remote_down");
+    const std::string key = "FUSOR_STORE_KEY_FILE=" + key_file(dir, "key", 'k');
+    const std::string args = remote_run(dir, *server);
+    server->kill();
+    for (int i = 0; i < 2; ++i) {
+      CommandResult r = run_fusor(key, args);
+      check_good(r);
+      CHECK(has(r.out, "cannot be reached"));
+    }
+    REQUIRE(server->restart());
+    CommandResult r = run_fusor(key, args);
+    check_good(r);
+    CHECK(!has(r.out, "warning"));
+    CHECK(has(r.out, "1 writes"));  // compiled (no disk store here) and written to the server again
+  }
+
+  CATALOGUE_ROW("a remote store key file that others may read (mode 0644)",
+                "warning: the remote store is refused (whoever reads the key can forge entries; chmod 600 named); the "
+                "run is correct",
+                "succeeds the same way; with chmod 600 the remote store is used") {
+    auto server = fusor::test::RedisServer::start_or_skip();
+    if (!server) return;
+    const std::string dir = scratch("remote_key_mode");
+    const std::string path = key_file(dir, "key", 'k');
+    ::chmod(path.c_str(), 0644);
+    const std::string args = remote_run(dir, *server);
+    CommandResult r = run_fusor("FUSOR_STORE_KEY_FILE=" + path, args);
+    check_good(r);
+    CHECK(has(r.out, "chmod 600"));
+    CHECK(has(r.out, "disabled"));
+    ::chmod(path.c_str(), 0600);
+    r = run_fusor("FUSOR_STORE_KEY_FILE=" + path, args);
+    check_good(r);
+    CHECK(!has(r.out, "warning"));
+    CHECK(!has(r.out, "disabled"));
+  }
+
+  CATALOGUE_ROW("a malformed remote store URL (--remote redis://host:port)",
+                "InvalidArgument (exit 3) naming the part that is wrong (the port)", "a good URL runs") {
+    auto server = fusor::test::RedisServer::start_or_skip();
+    if (!server) return;
+    const std::string dir = scratch("remote_url");
+    CommandResult r = run_fusor("", "run " + graph_in(dir) + " --dim N=5 --no-disk-cache --remote redis://host:port");
+    INFO(r.out);
+    CHECK(r.code == 3);
+    CHECK(has(r.out, "InvalidArgument"));
+    CHECK(has(r.out, "the port 'port' is not a number"));
+    check_good(run_fusor("FUSOR_STORE_KEY_FILE=" + key_file(dir, "key", 'k'), remote_run(dir, *server)));
   }
 
   // Graph files: the text format and ONNX.
