@@ -150,6 +150,7 @@ void feed(H& h, const KernelSpec& spec) {
       hash_access(h, attention.v);
       hash_graph(h, attention.score);
       hash_graph(h, attention.epilogue);
+      h.u64(attention.bf16);
       break;
   }
 }
@@ -222,6 +223,7 @@ std::string KernelSpec::str() const {
       os << "  attention batch " << ints(attention.batch) << " tq " << attention.tq << " tk " << attention.tk << " d "
          << attention.d << " dv " << attention.dv << "\n    Q " << access_str(attention.q) << "\n    K "
          << access_str(attention.k) << "\n    V " << access_str(attention.v) << "\n";
+      if (attention.bf16) os << "    Q·Kᵀ and P·V on bf16 operands, accumulated in f32\n";
       print_graph(os, "score", attention.score);
       print_graph(os, "epilogue", attention.epilogue);
       break;

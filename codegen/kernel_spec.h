@@ -124,6 +124,9 @@ struct AttentionSpec {
   StridedAccess q, k, v;       ///< strides over [b..., tq, d], [b..., d, tk], [b..., tk, dv]
   ExprGraph score;
   ExprGraph epilogue;
+  /// Both products read bf16 operands and accumulate in f32; the score expression, the
+  /// softmax and the epilogue stay f32 (Note [bf16 contractions], codegen/precision.h).
+  bool bf16 = false;
   bool operator==(const AttentionSpec&) const = default;
 };
 

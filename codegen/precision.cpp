@@ -137,7 +137,13 @@ bool bf16_applies(const KernelSpec& spec, std::string* why) {
     if (why) *why = reason;
     return false;
   };
-  if (spec.kind != KernelKind::Contraction) return no("not a contraction");
+  if (spec.kind == KernelKind::Attention) {
+    const AttentionSpec& a = spec.attention;
+    if (a.q.dtype != DType::F32 || a.k.dtype != DType::F32 || a.v.dtype != DType::F32)
+      return no("operands other than f32");
+    return true;
+  }
+  if (spec.kind != KernelKind::Contraction) return no("not a contraction or an attention");
   const ContractionSpec& c = spec.contraction;
   if (c.a.dtype != DType::F32 || c.b.dtype != DType::F32) return no("operands other than f32");
   return true;
@@ -145,8 +151,18 @@ bool bf16_applies(const KernelSpec& spec, std::string* why) {
 
 bool mark_bf16(KernelSpec& spec) {
   if (!bf16_applies(spec, nullptr)) return false;
-  spec.contraction.bf16 = true;
+  (spec.kind == KernelKind::Attention ? spec.attention.bf16 : spec.contraction.bf16) = true;
   return true;
+}
+
+bool is_bf16(const KernelSpec& spec) {
+  return (spec.kind == KernelKind::Contraction && spec.contraction.bf16) ||
+         (spec.kind == KernelKind::Attention && spec.attention.bf16);
+}
+
+void clear_bf16(KernelSpec& spec) {
+  spec.contraction.bf16 = false;
+  spec.attention.bf16 = false;
 }
 
 }  // namespace fusor

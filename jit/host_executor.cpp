@@ -81,9 +81,10 @@ class HostExecutor final : public Executor {
     if (!wants_bf16(asked))
       return "precision fp32" + head + measured + ", below the " + std::to_string(kBf16AutoSpeedup).substr(0, 3) +
              "x auto asks (precision bf16 forces it)";
-    return "precision bf16" + head + "GEMMs (1x1 convolutions included) read bf16 operands on backend " +
+    return "precision bf16" + head +
+           "GEMMs (1x1 convolutions included) and fused attention's two products read bf16 operands on backend " +
            std::string(jit_->name()) + " (AVX512-BF16 vdpbf16ps, " + measured + "; this CPU: " + host_bf16().str() +
-           "), accumulating in f32; other convolutions, fused attention and every other kernel in f32" +
+           "), accumulating in f32; other convolutions, symbolic attention, softmax and every other kernel in f32" +
            (first_tier_ ? "; tiering's first tier (asmjit) computes in f32" : "");
   }
 

@@ -106,7 +106,7 @@ void plan_arena(Plan& plan) {
 void apply_precision(KernelSpec& spec, Precision precision, const JitBackend& backend) {
   // A mark the backend declines (a form it computes in f32 only) is taken back.
   if (backend.computes_bf16() && wants_bf16(precision) && mark_bf16(spec) && !backend.supports(spec, nullptr))
-    spec.contraction.bf16 = false;
+    clear_bf16(spec);
 }
 
 GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const FusedGraph& f, size_t group,

@@ -87,7 +87,7 @@ double verify_tolerance(const FusedGraph& f, size_t group, const KernelSpec& spe
   for (ValueId o : grp.outputs) u = std::max(u, unit_roundoff(f.types[size_t(o)].dtype));
   int64_t terms = 0;
   for (NodeId id : grp.nodes) terms += terms_of(f.graph, f.types, f.graph.node(id));
-  const bool bf16 = spec.kind == KernelKind::Contraction && spec.contraction.bf16;
+  const bool bf16 = is_bf16(spec);
   return u * 8.0 * (double(grp.nodes.size()) + std::sqrt(double(terms))) + (bf16 ? kBf16ContractionTolerance : 0.0);
 }
 

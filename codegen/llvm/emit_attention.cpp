@@ -21,6 +21,10 @@ namespace fusor {
 //      the static softmax does), e = exp(x - max) (codegen/math_approx.h's exp), Σe, e / Σe;
 //   4. O = P · V by the micro-kernel again, each tile through the spec's epilogue to the
 //      output. The T x T scores live only in the task's scratch (R x tk floats, L1/L2).
+// In bf16 (AttentionSpec::bf16, Note [bf16 contractions]) both products read bf16 pairs
+// and accumulate in f32 with vdpbf16ps: K's and V's panels are packed as pairs
+// (fusor_rt_pack_panel_bf16), the block's Q rows are converted once per task and P's rows
+// once after the softmax (fusor_rt_pack_a_bf16); scores, softmax and epilogue stay f32.
 // R is at most 128 rows, fewer when that leaves fewer than 8 tasks; the scratch (K and V
 // panels, S) must fit kScratchBytes of stack. Floating point: dot products in float with
 // FMA in d order, the softmax in float (sums `reassoc`: vector lanes), P·V in tk order.
@@ -44,8 +48,11 @@ Strides split(const StridedAccess& a, size_t r) {
 // The stack scratch of a task (floats) over tk keys.
 int64_t scratch_floats(const AttentionSpec& a, const AttentionTiling& t, int64_t tk) {
   const int64_t tk_pad = ceil_div(tk, t.qk.nr) * t.qk.nr;
-  return a.d * tk_pad + t.rows_per_task * tk_pad + tk * ceil_div(a.dv, t.pv.nr) * t.pv.nr +
-         std::max(t.qk.mr * t.qk.nr, t.pv.mr * t.pv.nr);
+  // K's and V's panels hold pairs in bf16 (half the steps); Q's and P's rows are pairs too.
+  const int64_t dk = a.bf16 ? ceil_div(a.d, 2) : a.d, vk = a.bf16 ? ceil_div(tk, 2) : tk;
+  const int64_t pairs = a.bf16 ? t.rows_per_task * (ceil_div(a.d, 2) + ceil_div(tk, 2)) : 0;
+  return dk * tk_pad + t.rows_per_task * tk_pad + vk * ceil_div(a.dv, t.pv.nr) * t.pv.nr +
+         std::max(t.qk.mr * t.qk.nr, t.pv.mr * t.pv.nr) + pairs;
 }
 int64_t scratch_floats(const AttentionSpec& a, const AttentionTiling& t) { return scratch_floats(a, t, a.tk); }
 
@@ -56,6 +63,7 @@ bool check(const KernelSpec& spec, std::string* why) {
   };
   if (spec.kind != KernelKind::Attention) return no("not an attention kernel");
   const AttentionSpec& a = spec.attention;
+  if (a.bf16 && spec.symbolic) return no("bf16 operands in a symbolic attention kernel (its exact kernel computes in bf16)");
   if (spec.symbolic && (a.tq != 0 || a.tk != 0))
     return no("a symbolic attention kernel whose queries or keys are not both the run's extent");
   const size_t r = a.batch.size();
@@ -143,13 +151,19 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
   os << spec_comment(spec) << "; " << t.str() << "\n\n";
 
   // Micro-kernels: S tile = Q rows (step: Q's d stride) x K panel; O tile = S rows x V panel.
+  // In bf16 each step is a pair of d (of keys), from Q's (P's) rows converted to pairs.
+  const bool bf = a.bf16;
+  const int64_t dk = bf ? ceil_div(a.d, 2) : a.d, vk = bf ? ceil_div(a.tk, 2) : a.tk;
   BRead b1, b2;
-  b1.ks = a.d;
+  b1.ks = dk;
   b1.step = nr1;
-  b2.ks = a.tk;
+  b1.bf16 = bf;
+  b2.ks = vk;
   b2.step = nr2;
+  b2.bf16 = bf;
   b2.runtime_ks = t.symbolic;  // P·V runs over the run's keys
-  os << emit_microkernel(symbol + ".qk", t.qk, b1, q.col) << "\n" << emit_microkernel(symbol + ".pv", t.pv, b2, 1) << "\n";
+  os << emit_microkernel(symbol + ".qk", t.qk, b1, bf ? 1 : q.col) << "\n"
+     << emit_microkernel(symbol + ".pv", t.pv, b2, 1) << "\n";
   std::vector<TileAccess> score_strides, epi_strides;
   for (const StridedAccess& x : a.score.accesses) score_strides.push_back({x.strides[r], x.strides[r + 1]});
   for (const StridedAccess& x : a.epilogue.accesses) epi_strides.push_back({x.strides[r], x.strides[r + 1]});
@@ -167,8 +181,12 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
   const std::string row_blocks =
       t.symbolic ? e.op("udiv i64 " + e.op("add i64 " + tq_s + ", " + i64(rows - 1)) + ", " + i64(rows)) : i64(t.row_blocks);
   auto times = [&](const std::string& x, int64_t c) { return t.symbolic ? e.op("mul i64 " + x + ", " + i64(c)) : i64(std::stoll(x) * c); };
-  e.line("%kpack = alloca float, i64 " + times(tk_pad, a.d) + ", align 64");
-  e.line("%vpack = alloca float, i64 " + times(tk_s, p2 * nr2) + ", align 64");
+  e.line("%kpack = alloca float, i64 " + times(tk_pad, dk) + ", align 64");
+  e.line("%vpack = alloca float, i64 " + (bf ? i64(vk * p2 * nr2) : times(tk_s, p2 * nr2)) + ", align 64");
+  if (bf) {
+    e.line("%qpack = alloca i32, i64 " + i64(rows * dk) + ", align 64");
+    e.line("%ppack = alloca i32, i64 " + i64(rows * vk) + ", align 64");
+  }
   e.line("%s = alloca float, i64 " + times(tk_pad, rows) + ", align 64");
   e.line("%tile = alloca float, i64 " + i64(std::max(mr1 * nr1, mr2 * nr2)) + ", align 64");
 
@@ -201,24 +219,30 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
                        tk.op("mul i64 " + r0 + ", " + i64(x.strides[r]))));
   }
   std::string qrow0 = tk.op("getelementptr float, ptr " + qb + ", i64 " + tk.op("mul i64 " + r0 + ", " + i64(q.row)));
+  if (bf)  // the block's query rows as bf16 pairs of d, once per task
+    tk.line("call void @fusor_rt_pack_a_bf16(ptr " + qrow0 + ", i64 " + i64(q.row) + ", i64 " + i64(q.col) + ", i64 " +
+            nrows + ", i64 " + i64(a.d) + ", i64 " + i64(rows) + ", ptr %qpack)");
 
   // 1. Pack K and V panels.
+  // (`steps`: a panel's k steps, kk elements or, in bf16, their pairs.)
   auto pack_loop = [&](const std::string& name, const std::string& var, const std::string& panels, int64_t nr,
-                       const std::string& src, int64_t s_k, int64_t s_n, const std::string& kk, const std::string& n,
-                       const std::string& dst) {
+                       const std::string& src, int64_t s_k, int64_t s_n, const std::string& kk, const std::string& steps,
+                       const std::string& n, const std::string& dst) {
     IrText b(name + "_");
     std::string c0 = b.op("mul i64 " + var + ", " + i64(nr));
     std::string cols = b.op("sub i64 " + n + ", " + c0);
     cols = b.op("select i1 " + b.op("icmp sgt i64 " + cols + ", " + i64(nr)) + ", i64 " + i64(nr) + ", i64 " + cols);
     std::string from = b.op("getelementptr float, ptr " + src + ", i64 " + b.op("mul i64 " + c0 + ", " + i64(s_n)));
-    std::string block = b.op("mul i64 " + kk + ", " + i64(nr));
+    std::string block = b.op("mul i64 " + steps + ", " + i64(nr));
     std::string to = b.op("getelementptr inbounds float, ptr " + dst + ", i64 " + b.op("mul i64 " + var + ", " + block));
-    b.line("call void @fusor_rt_pack_panel(ptr " + from + ", i64 " + i64(s_k) + ", i64 " + i64(s_n) + ", i64 " + kk +
-           ", i64 " + cols + ", i64 " + i64(nr) + ", ptr " + to + ")");
+    b.line(std::string("call void @") + (bf ? "fusor_rt_pack_panel_bf16" : "fusor_rt_pack_panel") + "(ptr " + from +
+           ", i64 " + i64(s_k) + ", i64 " + i64(s_n) + ", i64 " + kk + ", i64 " + cols + ", i64 " + i64(nr) + ", ptr " +
+           to + ")");
     return loop(name, var, "0", panels, b.text());
   };
-  std::string body = pack_loop("pk", "%pk", p1, nr1, kb, k.row, k.col, i64(a.d), tk_s, "%kpack") +
-                     pack_loop("pv", "%pv", i64(p2), nr2, vb, v.row, v.col, tk_s, i64(a.dv), "%vpack");
+  std::string body = pack_loop("pk", "%pk", p1, nr1, kb, k.row, k.col, i64(a.d), i64(dk), tk_s, "%kpack") +
+                     pack_loop("pv", "%pv", i64(p2), nr2, vb, v.row, v.col, tk_s, bf ? i64(vk) : tk_s, i64(a.dv),
+                               "%vpack");
 
   // 2./4. Tiles: rows tiles of mr, panels of nr, the micro-kernel then its epilogue.
   auto tiles = [&](const std::string& name, const TileShape& ts, const std::string& panels, const std::string& ncols,
@@ -267,9 +291,10 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
   body += tiles(
       "qk", t.qk, p1, tk_s,
       [&](IrText& ir, const std::string& row) {
+        if (bf) return ir.op("getelementptr inbounds i32, ptr %qpack, i64 " + ir.op("mul i64 " + row + ", " + i64(dk)));
         return ir.op("getelementptr float, ptr " + qrow0 + ", i64 " + ir.op("mul i64 " + row + ", " + i64(q.row)));
       },
-      "%kpack", i64(a.d), false, symbol + ".score", sb, score_strides, true);
+      "%kpack", i64(dk), false, symbol + ".score", sb, score_strides, true);
 
   // 3. Softmax of each row of S, in place.
   {
@@ -304,18 +329,25 @@ std::string emit_attention_ir(const KernelSpec& spec, const std::string& symbol,
     std::string norm = "  %inv = fdiv float 1.0, %sum.new\n" + loop("nml", "%nmj", "0", tk_s, nm.text());
     body += loop("sml", "%smr", "0", nrows, h.text() + max_loop + exp_loop + norm);
   }
+  if (bf)  // P's rows as bf16 pairs of keys
+    body += "  call void @fusor_rt_pack_a_bf16(ptr %s, i64 " + tk_pad + ", i64 1, i64 " + nrows + ", i64 " + tk_s +
+            ", i64 " + i64(rows) + ", ptr %ppack)\n";
 
   body += tiles(
       "pv", t.pv, i64(p2), i64(a.dv),
       [&](IrText& ir, const std::string& row) {
+        if (bf) return ir.op("getelementptr inbounds i32, ptr %ppack, i64 " + ir.op("mul i64 " + row + ", " + i64(vk)));
         return ir.op("getelementptr inbounds float, ptr %s, i64 " + ir.op("mul i64 " + row + ", " + tk_pad));
       },
-      "%vpack", tk_s, t.symbolic, symbol + ".epi", eb, epi_strides, false);
+      "%vpack", bf ? i64(vk) : tk_s, t.symbolic, symbol + ".epi", eb, epi_strides, false);
 
   os << "define void @" << symbol << "(ptr %buffers, i64 %task_begin, i64 %task_end) #0 {\nentry:\n" << e.text()
      << loop("task", "%t", "%task_begin", "%task_end", tk.text() + body) << "  ret void\n}\n\n"
      << kDeclarations << fma_declarations(t.qk.vl)
      << "declare void @fusor_rt_pack_panel(ptr, i64, i64, i64, i64, i64, ptr)\n"
+     << (bf ? "declare void @fusor_rt_pack_panel_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
+              "declare void @fusor_rt_pack_a_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
+            : "")
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
   return os.str();
 }

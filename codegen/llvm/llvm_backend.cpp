@@ -8,6 +8,7 @@
 #include "codegen/backends.h"
 #include "codegen/llvm/emit_attention.h"
 #include "codegen/llvm/emit_contraction.h"
+#include "codegen/precision.h"
 #include "codegen/llvm/emit_pointwise.h"
 #include "codegen/llvm/emit_reduction.h"
 #include "codegen/cpu_rules.h"
@@ -39,7 +40,7 @@ bool llvm_supports(const KernelSpec& spec, std::string* why) {
 }
 
 bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const {
-  if (spec.kind == KernelKind::Contraction && spec.contraction.bf16 && !impl_->bf16) {
+  if (is_bf16(spec) && !impl_->bf16) {
     if (why) *why = "bf16 operands on a target without AVX512-BF16";
     return false;
   }

@@ -151,7 +151,7 @@ TEST_SUITE("codegen/precision") {
         }
   }
 
-  TEST_CASE("contractions of f32 operands may compute in bf16, nothing else") {
+  TEST_CASE("contractions and attention of f32 operands may compute in bf16 and nothing else") {
     std::string why;
     for (bool b_const : {true, false}) {  // weights, or an activation (batched products)
       KernelSpec s = gemm(8, 16, 32, b_const);
@@ -169,6 +169,22 @@ TEST_SUITE("codegen/precision") {
     pw.kind = KernelKind::Pointwise;
     CHECK_FALSE(bf16_applies(pw, &why));
     CHECK(why.find("not a contraction") != std::string::npos);
+    // Attention's two products too; the mark is read and taken back through one pair.
+    KernelSpec att;
+    att.kind = KernelKind::Attention;
+    for (StridedAccess* x : {&att.attention.q, &att.attention.k, &att.attention.v}) x->dtype = DType::F32;
+    CHECK(mark_bf16(att));
+    CHECK(att.attention.bf16);
+    CHECK(is_bf16(att));
+    CHECK(att.hash() != [&] {
+      KernelSpec f32 = att;
+      clear_bf16(f32);
+      return f32.hash();
+    }());
+    clear_bf16(att);
+    CHECK_FALSE(is_bf16(att));
+    att.attention.v.dtype = DType::F16;
+    CHECK_FALSE(mark_bf16(att));
   }
 
   TEST_CASE("precision names parse, and others are a clear error") {

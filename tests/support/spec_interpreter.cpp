@@ -184,7 +184,11 @@ void interpret(const KernelSpec& spec, std::vector<Tensor>& buffers) {
     }
     case KernelKind::Attention: {
       const AttentionSpec& a = spec.attention;
-      auto at = [&](const StridedAccess& s, const std::vector<int64_t>& idx) { return buffers[size_t(s.buffer)].at(element(s, idx)); };
+      // bf16 (Note [bf16 contractions]): Q, K, V and the probabilities rounded as the kernel rounds them.
+      auto r = [&](double v) { return a.bf16 ? double(bf16_to_f32(to_bf16(float(v)))) : v; };
+      auto at = [&](const StridedAccess& s, const std::vector<int64_t>& idx) {
+        return r(buffers[size_t(s.buffer)].at(element(s, idx)));
+      };
       for_each_index(cat(a.batch, {a.tq}), [&](const std::vector<int64_t>& bi) {
         std::vector<int64_t> b(bi.begin(), bi.end() - 1);
         int64_t i = bi.back();
@@ -201,7 +205,7 @@ void interpret(const KernelSpec& spec, std::vector<Tensor>& buffers) {
         for (double& s : score) z += (s = std::exp(s - mx));
         for (int64_t dv = 0; dv < a.dv; ++dv) {
           double o = 0;
-          for (int64_t j = 0; j < a.tk; ++j) o += score[size_t(j)] / z * at(a.v, cat(b, {j, dv}));
+          for (int64_t j = 0; j < a.tk; ++j) o += r(score[size_t(j)] / z) * at(a.v, cat(b, {j, dv}));
           c.acc = o;
           eval(a.epilogue, cat(b, {i, dv}), c);
         }
