@@ -35,6 +35,29 @@ output y
               {{"@B@", std::to_string(b)}, {"@M@", std::to_string(m)}, {"@K@", std::to_string(k)}, {"@N@", std::to_string(n)}});
 }
 
+/// Scaled (1/sqrt(d)) and masked self-attention with heads as batch dims: inputs q [b, h,
+/// tq, d], k [b, h, tk, d] (read through a transposed view), v [b, h, tk, dv] and mask
+/// [b, 1, 1, tk]; output c = softmax(q·kᵀ·scale + mask)·v.
+inline std::string masked_attention_graph(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d, int64_t dv) {
+  return with(R"(graph g
+input q: f32[@B@, @H@, @TQ@, @D@]
+input k: f32[@B@, @H@, @TK@, @D@]
+input v: f32[@B@, @H@, @TK@, @DV@]
+input mask: f32[@B@, 1, 1, @TK@]
+const scale: f32[] = [@S@]
+kt = Transpose(k) {perm=[0, 1, 3, 2]}
+s = MatMul(q, kt)
+m = Mul(s, scale)
+a = Add(m, mask)
+p = Softmax(a) {axis=-1}
+c = MatMul(p, v)
+output c
+)",
+              {{"@B@", std::to_string(b)}, {"@H@", std::to_string(h)}, {"@TQ@", std::to_string(tq)},
+               {"@TK@", std::to_string(tk)}, {"@D@", std::to_string(d)}, {"@DV@", std::to_string(dv)},
+               {"@S@", std::to_string(1.0 / std::sqrt(double(d)))}});
+}
+
 /// The {m, k, n} of the matmul size sweeps: 1, odd sizes, the vector widths (8, 16) +-1,
 /// panel and tile widths (16, 32, 48, 64) +-1, tile rows (4, 6) +-1, the task rows (64) +-1,
 /// and k x 32 floats beyond asmjit's packing limit (128 KiB), where it reads B in place.

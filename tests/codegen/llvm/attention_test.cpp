@@ -17,6 +17,7 @@
 #include "codegen/llvm/emit_attention.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
+#include "tests/support/contraction_util.h"
 #include "tests/support/llvm_util.h"
 #include "tests/support/pass_util.h"
 #include "tests/support/test_util.h"
@@ -36,20 +37,6 @@ int check_attention(LlvmBackend& be, const FusedGraph& f, const std::map<std::st
          }).kernels;
 }
 
-const char* kMasked = R"(graph g
-input q: f32[@B@, @H@, @TQ@, @D@]
-input k: f32[@B@, @H@, @TK@, @D@]
-input v: f32[@B@, @H@, @TK@, @DV@]
-input mask: f32[@B@, 1, 1, @TK@]
-const scale: f32[] = [@S@]
-kt = Transpose(k) {perm=[0, 1, 3, 2]}
-s = MatMul(q, kt)
-m = Mul(s, scale)
-a = Add(m, mask)
-p = Softmax(a) {axis=-1}
-c = MatMul(p, v)
-output c
-)";
 
 }  // namespace
 
@@ -70,11 +57,7 @@ TEST_SUITE("llvm/attention") {
       CAPTURE(z.tk);
       CAPTURE(z.d);
       CAPTURE(z.dv);
-      FusedGraph f = test::fuse_text(
-          with(kMasked, {{"@B@", std::to_string(z.b)}, {"@H@", std::to_string(z.h)}, {"@TQ@", std::to_string(z.tq)},
-                         {"@TK@", std::to_string(z.tk)}, {"@D@", std::to_string(z.d)}, {"@DV@", std::to_string(z.dv)},
-                         {"@S@", std::to_string(1.0 / std::sqrt(double(z.d)))}}),
-          {});
+      FusedGraph f = test::fuse_text(test::masked_attention_graph(z.b, z.h, z.tq, z.tk, z.d, z.dv), {});
       std::map<std::string, Tensor> in{{"q", test::randn({z.b, z.h, z.tq, z.d}, 1)},
                                        {"k", test::randn({z.b, z.h, z.tk, z.d}, 2)},
                                        {"v", test::randn({z.b, z.h, z.tk, z.dv}, 3)},
@@ -117,9 +100,7 @@ output y
     s.kind = KernelKind::Pointwise;
     CHECK_FALSE(attention_supports(s, &why));
     CHECK(why.find("not an attention") != std::string::npos);
-    FusedGraph f = test::fuse_text(with(kMasked, {{"@B@", "1"}, {"@H@", "1"}, {"@TQ@", "4"}, {"@TK@", "100000"},
-                                                  {"@D@", "64"}, {"@DV@", "64"}, {"@S@", "0.125"}}),
-                                   {});
+    FusedGraph f = test::fuse_text(test::masked_attention_graph(1, 1, 4, 100000, 64, 64), {});
     for (const FusionGroup& grp : f.groups) {
       if (grp.kind != GroupKind::Attention) continue;
       std::optional<KernelSpec> spec = lower_group(f, grp, &why);

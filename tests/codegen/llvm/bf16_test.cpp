@@ -70,20 +70,6 @@ TEST_SUITE("llvm/bf16") {
     // and of P and V.
     LlvmBackend* be = bf16_backend_or_skip();
     if (!be) return;
-    const char* graph = R"(graph g
-input q: f32[1, @H@, @TQ@, @D@]
-input k: f32[1, @H@, @TK@, @D@]
-input v: f32[1, @H@, @TK@, @DV@]
-input mask: f32[1, 1, 1, @TK@]
-const scale: f32[] = [@S@]
-kt = Transpose(k) {perm=[0, 1, 3, 2]}
-s = MatMul(q, kt)
-m = Mul(s, scale)
-a = Add(m, mask)
-p = Softmax(a) {axis=-1}
-c = MatMul(p, v)
-output c
-)";
     const int64_t sizes[][5] = {{1, 1, 1, 1, 1},  {2, 3, 5, 3, 4},    {3, 7, 9, 8, 7},
                                 {2, 17, 15, 17, 16}, {12, 33, 33, 64, 64}, {1, 130, 129, 31, 33}};
     for (const auto& z : sizes) {
@@ -93,11 +79,7 @@ output c
       CAPTURE(tk);
       CAPTURE(d);
       CAPTURE(dv);
-      FusedGraph f = test::fuse_text(with(graph, {{"@H@", std::to_string(h)}, {"@TQ@", std::to_string(tq)},
-                                                  {"@TK@", std::to_string(tk)}, {"@D@", std::to_string(d)},
-                                                  {"@DV@", std::to_string(dv)},
-                                                  {"@S@", std::to_string(1.0 / std::sqrt(double(d)))}}),
-                                     {});
+      FusedGraph f = test::fuse_text(test::masked_attention_graph(1, h, tq, tk, d, dv), {});
       std::map<std::string, Tensor> in{{"q", test::randn({1, h, tq, d}, 11)},
                                        {"k", test::randn({1, h, tk, d}, 12)},
                                        {"v", test::randn({1, h, tk, dv}, 13)},
