@@ -203,11 +203,35 @@ struct RedisStore::State {
 
   std::mutex warned_mu;
   std::set<std::string> warned;
+  std::vector<std::string> pending;  // warnings given under mu, sent once it is released
   StoreCounters counts;
 
   ~State() {
     if (ctx) redisFree(ctx);
   }
+
+  // One operation on the connection: holds mu, and once it is released sends the warnings
+  // given meanwhile (a sink that throws has its exception dropped here: no store operation
+  // throws for a warning).
+  class Operation {
+   public:
+    explicit Operation(State& s) : s_(s), lk_(s.mu) {}
+    ~Operation() {
+      std::vector<std::string> out;
+      out.swap(s_.pending);
+      lk_.unlock();
+      for (const std::string& m : out) try {
+          s_.warn(m);
+        } catch (...) {
+        }
+    }
+    Operation(const Operation&) = delete;
+    Operation& operator=(const Operation&) = delete;
+
+   private:
+    State& s_;
+    std::unique_lock<std::mutex> lk_;
+  };
 
   void warn(const std::string& message) const {
     if (options.warn)
@@ -223,6 +247,14 @@ struct RedisStore::State {
     warn(message);
   }
 
+  // A warning given while mu is held: sent when the operation releases it (Operation), so
+  // that a sink calling back into the store (stats()) cannot deadlock on mu.
+  void later(std::string message) { pending.push_back(std::move(message)); }
+  void later_once(const std::string& what, std::string message) {
+    std::lock_guard<std::mutex> lk(warned_mu);
+    if (warned.insert(what).second) pending.push_back(std::move(message));
+  }
+
   std::string name_of(std::string_view key_bytes) const { return prefix + sha256_hex(key_bytes, kNameHexDigits); }
 
   // The connection went away: drop it and back off (mu held).
@@ -232,7 +264,7 @@ struct RedisStore::State {
     retry_at = Clock::now() + std::chrono::milliseconds(backoff_ms);
     backoff_ms = std::min(std::max(backoff_ms * 2, options.remote.retry_min_ms), options.remote.retry_max_ms);
     if (link_down.empty())
-      warn("the remote kernel store " + location + " cannot be reached (" + why +
+      later("the remote kernel store " + location + " cannot be reached (" + why +
            "): going on with the local store and compiling what it lacks; reconnecting with backoff");
     link_down = why;
   }
@@ -258,7 +290,7 @@ struct RedisStore::State {
     if (!url.password.empty() && !handshake(auth, "authentication")) return nullptr;
     if (url.db != 0 && !handshake({"SELECT", std::to_string(url.db)}, "SELECT " + std::to_string(url.db))) return nullptr;
     backoff_ms = options.remote.retry_min_ms;
-    if (!link_down.empty()) warn("the remote kernel store " + location + " is reachable again");
+    if (!link_down.empty()) later("the remote kernel store " + location + " is reachable again");
     link_down.clear();
     return ctx;
   }
@@ -366,7 +398,7 @@ struct RedisStore::State {
     if (!r) return std::nullopt;
     if (r->type != REDIS_REPLY_STRING) {
       if (r->type == REDIS_REPLY_ERROR)
-        warn_once("get:" + reply_error(*r).substr(0, reply_error(*r).find(' ')),
+        later_once("get:" + reply_error(*r).substr(0, reply_error(*r).find(' ')),
                   "the remote kernel store " + location + " refused a read (" + reply_error(*r) +
                       "): those kernels are compiled here");
       return std::nullopt;
@@ -430,7 +462,7 @@ std::optional<std::vector<uint8_t>> RedisStore::get(std::string_view key_bytes) 
   };
   std::optional<std::string> value;
   {
-    std::lock_guard<std::mutex> lk(s.mu);
+    State::Operation op(s);
     value = s.read_value(name, false);
   }
   if (!value) {
@@ -474,7 +506,7 @@ bool RedisStore::put(std::string_view key_bytes, std::span<const uint8_t> payloa
                                    std::to_string(s.options.remote.max_entry_bytes) + " bytes (max_entry_bytes)");
     return false;
   }
-  std::lock_guard<std::mutex> lk(s.mu);
+  State::Operation op(s);
   Reply r = s.command({"SET", s.name_of(key_bytes), std::move(value)});
   if (!r) {
     s.counts.unavailable();
@@ -484,12 +516,12 @@ bool RedisStore::put(std::string_view key_bytes, std::span<const uint8_t> payloa
     s.counts.write_failed();
     const std::string err = reply_error(*r);
     if (s.write_refused.empty())
-      s.warn("the remote kernel store " + s.location + " refuses writes (" + err +
+      s.later("the remote kernel store " + s.location + " refuses writes (" + err +
              "): kernels compiled here are kept in the local store only");
     s.write_refused = err;
     return false;
   }
-  if (!s.write_refused.empty()) s.warn("the remote kernel store " + s.location + " accepts writes again");
+  if (!s.write_refused.empty()) s.later("the remote kernel store " + s.location + " accepts writes again");
   s.write_refused.clear();
   s.counts.wrote(payload.size());
   return true;
@@ -512,7 +544,7 @@ StoreStats RedisStore::stats() const {
 
 std::vector<RedisStore::Listed> RedisStore::list() {
   State& s = *state_;
-  std::lock_guard<std::mutex> lk(s.mu);
+  State::Operation op(s);
   std::vector<Listed> out;
   const std::string match = glob_literal(s.options.remote.key_namespace) + "*";
   std::string cursor = "0";
@@ -538,7 +570,7 @@ std::string RedisStore::check(const std::string& name) {
   State& s = *state_;
   std::optional<std::string> value;
   {
-    std::lock_guard<std::mutex> lk(s.mu);
+    State::Operation op(s);
     Reply r = s.command({"GETRANGE", name, "0", std::to_string(s.options.remote.max_entry_bytes)}, true);
     FUSOR_CHECK(r != nullptr, Io, "the remote kernel store ", s.location, " cannot be reached: ", s.link_down);
     if (r->type == REDIS_REPLY_STRING) value = std::string(r->str, r->len);
@@ -554,7 +586,7 @@ std::string RedisStore::check(const std::string& name) {
 
 uint64_t RedisStore::remove(const std::vector<std::string>& names) {
   State& s = *state_;
-  std::lock_guard<std::mutex> lk(s.mu);
+  State::Operation op(s);
   uint64_t removed = 0;
   for (size_t i = 0; i < names.size(); i += 256) {
     std::vector<std::string> args{"DEL"};

@@ -44,7 +44,8 @@
 // write_failures. The store warns once per change of state (down, up again, writes refused,
 // writes accepted again), never per operation. One connection is shared by all threads
 // under a mutex; a thread that waits for it waits at most one operation's timeout before it
-// sees the store down.
+// sees the store down. Warnings are sent once that mutex is released, so a sink may call
+// back into the store (stats()).
 #pragma once
 
 #include <cstdint>

@@ -149,6 +149,27 @@ TEST_SUITE("cache/redis_url") {
   }
 }
 
+TEST_SUITE("cache/redis_store_offline") {
+  TEST_CASE("a warning sink that reads the store's stats does not deadlock when it goes down") {
+    // Nothing listens on port 1: the first read fails at connect, the store goes down and
+    // warns; the sink asks for stats() (which takes the connection's lock) as an engine's
+    // sink might ask for Engine::stats().
+    RedisStore::Options o;
+    o.url = "redis://127.0.0.1:1";
+    o.remote.trust = RemoteTrust::Unauthenticated;
+    std::unique_ptr<RedisStore> s;
+    std::vector<std::string> states;
+    o.warn = [&](const std::string&) { states.push_back(s->stats().state); };
+    s = RedisStore::open(o);
+    CHECK(!s->get("k"));
+    REQUIRE(states.size() == 1);
+    CHECK(states[0].rfind("unreachable", 0) == 0);
+    CHECK(!s->put("k", bytes_of(std::string("v"))));  // down: no network, no second warning
+    CHECK(states.size() == 1);
+    CHECK(s->stats().unavailable == 2);
+  }
+}
+
 TEST_SUITE("cache/store_entry") {
   TEST_CASE("an entry reads back, and each fault is named") {
     const EntryFormat f{"TESTENTR", 3};
