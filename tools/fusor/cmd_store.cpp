@@ -41,6 +41,22 @@ const std::string kStoreUsageText = std::string(
 
 std::string u(uint64_t v) { return std::to_string(v); }
 
+// A disk entry's name: its key hash as 16 hex digits.
+std::string hex_hash(uint64_t h) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(h));
+  return hash;
+}
+
+// Lines listing entries, as text ("  <line>\n" each) and as the items of a JSON array.
+struct Listing {
+  std::string text, json;
+  void add(const std::string& line, const std::string& object) {
+    text += "  " + line + "\n";
+    json += (json.empty() ? "" : ", ") + object;
+  }
+};
+
 struct Report {
   std::string json;  // one object
   std::string text;
@@ -74,18 +90,16 @@ Report disk_report(const std::string& action, DiskStore& disk, const Args& args)
   if (action == "stats" || action == "ls") {
     uint64_t bytes = 0;
     const std::vector<DiskStore::Entry> entries = disk.entries();
-    std::string list_json, list_text;
+    Listing list;
     for (const DiskStore::Entry& e : entries) {
       bytes += e.bytes;
-      char hash[17];
-      std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(e.key_hash));
-      list_text += std::string("  ") + hash + "  " + u(e.bytes) + "\n";
-      list_json += std::string(list_json.empty() ? "" : ", ") + "{\"hash\": \"" + hash + "\", \"bytes\": " + u(e.bytes) + "}";
+      list.add(hex_hash(e.key_hash) + "  " + u(e.bytes),
+               "{\"hash\": \"" + hex_hash(e.key_hash) + "\", \"bytes\": " + u(e.bytes) + "}");
     }
     r.text = "disk store " + disk.dir() + ": " + u(entries.size()) + " entries, " + u(bytes) + " bytes\n" +
-             (action == "ls" ? list_text : "");
+             (action == "ls" ? list.text : "");
     r.json = "{\"dir\": " + dir + ", \"enabled\": true, \"entries\": " + u(entries.size()) + ", \"bytes\": " + u(bytes) +
-             (action == "ls" ? ", \"list\": [" + list_json + "]" : "") + "}";
+             (action == "ls" ? ", \"list\": [" + list.json + "]" : "") + "}";
     return r;
   }
   const bool prune = action == "prune";
@@ -96,24 +110,22 @@ Report disk_report(const std::string& action, DiskStore& disk, const Args& args)
     return r;
   }
   KindCounts counts;
-  std::string bad_text, bad_json;
+  Listing bad;
   for (const DiskStore::Checked& c : disk.check_all(prune)) {
     ++counts.n[c.kind];
     if (c.kind == "valid") continue;
     r.all_valid = false;
-    char hash[17];
-    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(c.key_hash));
-    bad_text += std::string("  ") + hash + "  " + c.kind + ": " + c.detail + (prune ? " (removed)" : "") + "\n";
-    bad_json += std::string(bad_json.empty() ? "" : ", ") + "{\"hash\": \"" + hash + "\", \"kind\": " +
-                json_string(c.kind) + ", \"detail\": " + json_string(c.detail) + "}";
+    bad.add(hex_hash(c.key_hash) + "  " + c.kind + ": " + c.detail + (prune ? " (removed)" : ""),
+            "{\"hash\": \"" + hex_hash(c.key_hash) + "\", \"kind\": " + json_string(c.kind) + ", \"detail\": " +
+                json_string(c.detail) + "}");
   }
   uint64_t trimmed = 0;
   if (prune && args.has("--max-bytes"))
     trimmed = disk.trim(uint64_t(args.get_int("--max-bytes", 0, 0, int64_t(1) << 50)));
   if (prune) disk.rebuild_manifest();
-  r.text = "disk store " + disk.dir() + ": " + counts.text() + "\n" + bad_text +
+  r.text = "disk store " + disk.dir() + ": " + counts.text() + "\n" + bad.text +
            (trimmed ? "  trimmed " + u(trimmed) + " least recently used entries\n" : "");
-  r.json = "{\"dir\": " + dir + ", \"kinds\": " + counts.json() + ", \"bad\": [" + bad_json + "]" +
+  r.json = "{\"dir\": " + dir + ", \"kinds\": " + counts.json() + ", \"bad\": [" + bad.json + "]" +
            (prune ? ", \"trimmed\": " + u(trimmed) : "") + "}";
   if (prune) r.all_valid = true;
   return r;
@@ -126,21 +138,19 @@ Report remote_report(const std::string& action, RedisStore& remote, const Args& 
   const std::string prefix = remote.name_prefix();
   if (action == "stats" || action == "ls") {
     uint64_t bytes = 0, mine = 0, mine_bytes = 0;
-    std::string list_text, list_json;
+    Listing list;
     for (const RedisStore::Listed& l : listed) {
       bytes += l.bytes;
       if (l.name.rfind(prefix, 0) == 0) ++mine, mine_bytes += l.bytes;
-      list_text += "  " + l.name + "  " + u(l.bytes) + "\n";
-      list_json += (list_json.empty() ? "" : ", ") + std::string("{\"name\": ") + json_string(l.name) +
-                   ", \"bytes\": " + u(l.bytes) + "}";
+      list.add(l.name + "  " + u(l.bytes), "{\"name\": " + json_string(l.name) + ", \"bytes\": " + u(l.bytes) + "}");
     }
     r.text = "remote store " + remote.location() + ": " + u(listed.size()) + " entries, " + u(bytes) + " bytes; " +
              u(mine) + " of them (" + u(mine_bytes) + " bytes) for this fusor (" + prefix + "*)" +
              (remote.enabled() ? "" : "; not usable by engines: " + remote.reason_disabled()) + "\n" +
-             (action == "ls" ? list_text : "");
+             (action == "ls" ? list.text : "");
     r.json = "{\"url\": " + url + ", \"enabled\": " + (remote.enabled() ? "true" : "false") +
              ", \"entries\": " + u(listed.size()) + ", \"bytes\": " + u(bytes) + ", \"this_version_entries\": " + u(mine) +
-             ", \"this_version_bytes\": " + u(mine_bytes) + (action == "ls" ? ", \"list\": [" + list_json + "]" : "") + "}";
+             ", \"this_version_bytes\": " + u(mine_bytes) + (action == "ls" ? ", \"list\": [" + list.json + "]" : "") + "}";
     return r;
   }
   // verify and prune judge tags: without a usable key they cannot.
@@ -148,7 +158,7 @@ Report remote_report(const std::string& action, RedisStore& remote, const Args& 
   const bool prune = action == "prune";
   KindCounts counts;
   std::vector<std::string> doomed;
-  std::string bad_text, bad_json;
+  Listing bad;
   for (const RedisStore::Listed& l : listed) {
     const std::string kind = prune && args.has("--all") ? "removed" : remote.check(l.name);
     ++counts.n[kind];
@@ -156,14 +166,12 @@ Report remote_report(const std::string& action, RedisStore& remote, const Args& 
     doomed.push_back(l.name);
     if (kind == "removed") continue;
     r.all_valid = false;
-    bad_text += "  " + l.name + "  " + kind + "\n";
-    bad_json += (bad_json.empty() ? "" : ", ") + std::string("{\"name\": ") + json_string(l.name) +
-                ", \"kind\": " + json_string(kind) + "}";
+    bad.add(l.name + "  " + kind, "{\"name\": " + json_string(l.name) + ", \"kind\": " + json_string(kind) + "}");
   }
   uint64_t removed = prune ? remote.remove(doomed) : 0;
-  r.text = "remote store " + remote.location() + ": " + counts.text() + "\n" + bad_text +
+  r.text = "remote store " + remote.location() + ": " + counts.text() + "\n" + bad.text +
            (prune ? "  removed " + u(removed) + " entries\n" : "");
-  r.json = "{\"url\": " + url + ", \"kinds\": " + counts.json() + ", \"bad\": [" + bad_json + "]" +
+  r.json = "{\"url\": " + url + ", \"kinds\": " + counts.json() + ", \"bad\": [" + bad.json + "]" +
            (prune ? ", \"removed\": " + u(removed) : "") + "}";
   if (prune) r.all_valid = true;
   return r;
