@@ -56,7 +56,7 @@ void run_case(benchmark::State& state, const BenchCase& c, BackendKind backend, 
   run_with(state, c, EngineOptions{.backend = backend, .num_threads = threads, .fuse = fuse, .disk_cache = false});
 }
 
-// A case with GEMMs on llvm with precision bf16 (Note [bf16 contractions]), named
+// A case with contractions on llvm with precision bf16 (Note [bf16 contractions]), named
 // <case>/llvm_bf16/t<threads>; its pct_fma is of the f32 FMA peak (vdpbf16ps's is twice that on Zen 4).
 void bf16_case(benchmark::State& state, const BenchCase& c, int threads) {
   EngineOptions o{.backend = BackendKind::Llvm, .num_threads = threads, .disk_cache = false};
@@ -241,14 +241,15 @@ void register_all() {
           benchmark::RegisterBenchmark(("symbolic/" + c.name + (symbolic ? "/symbolic" : "/exact") + "/t1").c_str(),
                                        symbolic_case, c, symbolic)
               ->Unit(benchmark::kMillisecond)->UseRealTime();
-  // bf16 variants of the cases with GEMMs (1x1 convolutions included), where llvm computes
-  // bf16 on this CPU.
+  // bf16 variants of the cases with GEMMs (1x1 convolutions included) or Winograd's 3x3
+  // convolutions, where llvm computes bf16 on this CPU.
   if (llvm && !host_bf16().avx512_bf16)
     benchmark::AddCustomContext("llvm_bf16", "not run: this CPU has no AVX512-BF16 (" + host_bf16().str() + ")");
   if (llvm && host_bf16().avx512_bf16)
     for (const BenchCase& c : bench_cases())
       if (c.name.rfind("matmul_bias", 0) == 0 || c.name.rfind("bert_layer_seq", 0) == 0 ||
-          c.name.rfind("conv1x1", 0) == 0 || c.name.rfind("resnet_bottleneck", 0) == 0)
+          c.name.rfind("conv1x1", 0) == 0 || c.name.rfind("conv3x3", 0) == 0 ||
+          c.name.rfind("resnet_bottleneck", 0) == 0)
         for (int t : {1, 2})
           benchmark::RegisterBenchmark((c.name + "/llvm_bf16/t" + std::to_string(t)).c_str(), bf16_case, c, t)
               ->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -36,7 +37,8 @@ int64_t b_columns(const ContractionSpec& c) {
 }
 
 int64_t packed_b_floats(const ContractionSpec& c, int64_t width, PackKind kind) {
-  if (kind == PackKind::WinogradWeights) return winograd_weight_floats(c, width);
+  if (kind == PackKind::WinogradWeights || kind == PackKind::Bf16WinogradWeights)
+    return winograd_weight_floats(c, width, kind == PackKind::Bf16WinogradWeights);
   const int64_t rows = kind == PackKind::Bf16Panels ? ceil_div(reduction_length(c), 2) : reduction_length(c);
   return packed_b_batches(c) * ceil_div(b_columns(c), width) * rows * width;
 }
@@ -57,8 +59,18 @@ std::string packed_b_layout(const ContractionSpec& c, int64_t width, PackKind ki
 void pack_b(const ContractionSpec& c, int64_t width, const float* b, float* dst, PackKind kind) {
   FUSOR_ASSERT(width > 0, "pack_b: width");
   if (kind == PackKind::WinogradWeights) return pack_winograd_weights(c, width, b, dst);
-  FUSOR_ASSERT(kind == PackKind::Panels || c.kind == ContractionSpec::Kind::Gemm, "pack_b: bf16 panels of a GEMM only");
+  if (kind == PackKind::Bf16WinogradWeights) return pack_winograd_weights_bf16(c, width, b, reinterpret_cast<uint32_t*>(dst));
+  FUSOR_ASSERT(kind == PackKind::Panels || kind == PackKind::Bf16Panels, "pack_b: layout");
   const int64_t n = b_columns(c), k = reduction_length(c), blocks = ceil_div(n, width);
+  if (c.kind == ContractionSpec::Kind::Conv2d && kind == PackKind::Bf16Panels) {
+    // Each [k][MR] block of the f32 layout as pairs of its reduction rows.
+    std::vector<float> f32(size_t(packed_b_floats(c, width)));
+    pack_b(c, width, b, f32.data());
+    for (int64_t blk = 0; blk < c.conv.group * blocks; ++blk)
+      fusor_rt_pack_panel_bf16(f32.data() + blk * k * width, width, 1, k, width, width,
+                               reinterpret_cast<uint32_t*>(dst) + blk * ceil_div(k, 2) * width);
+    return;
+  }
   if (c.kind == ContractionSpec::Kind::Conv2d) {
     const Conv2dParams& p = c.conv;
     const int64_t cg = p.c / p.group, mg = p.m / p.group;

@@ -18,9 +18,14 @@
 //                 [batch_b][panel][ceil(k/2)][NR] 32-bit pairs: element (kk, j) is the
 //                 bf16 of B[kk, j] in the low half of pair (kk/2, j) for even kk, the high
 //                 half for odd kk; columns past the last and the row past an odd k are 0.
+//   Conv weights, bf16: (Bf16Panels of a convolution) [group][mtile][ceil(k/2)][MR] pairs
+//                 of the f32 layout's reduction rows (k = kh*kw*c/group flattened: a pair
+//                 may join the last channel of one tap and the first of the next).
 //   Conv panel:   B of a strided convolution, NR output pixels of one output row as
 //                 [kh][kw][c][NR] with zeros where the window leaves the image
 //                 (fusor_rt_pack_conv_tile); unit-stride convolutions read the image itself.
+//                 In bf16 every convolution by rows packs its panels so, then as pairs of
+//                 rows (fusor_rt_pack_panel_bf16), to match its weights.
 // Constant operands (weights) are packed once per plan (pack_b); a non-constant GEMM B is
 // packed panel by panel inside the kernel (fusor_rt_pack_panel).
 #pragma once
@@ -33,9 +38,10 @@
 namespace fusor {
 
 /// Which layout a packed constant operand has: the micro-kernels' panels (Note [Packed
-/// layouts]), a Winograd convolution's transformed weights (codegen/winograd.h), or a
-/// GEMM B's panels of bf16 pairs (Bf16Panels).
-enum class PackKind : uint8_t { Panels, WinogradWeights, Bf16Panels };
+/// layouts]), a Winograd convolution's transformed weights (codegen/winograd.h), a GEMM B's
+/// panels of bf16 pairs (Bf16Panels), or the transformed weights as bf16 pairs of channels
+/// (Bf16WinogradWeights).
+enum class PackKind : uint8_t { Panels, WinogradWeights, Bf16Panels, Bf16WinogradWeights };
 
 /// Whether a contraction's B operand varies over its batch dims (GEMM only; conv weights
 /// vary over groups, see packed_b_batches).

@@ -6,8 +6,13 @@
 // With precision bf16 (or auto where it pays, below), every contraction of f32 operands is
 // marked ContractionSpec::bf16 (mark_bf16) and keeps the mark where the backend takes it
 // (apply_precision, jit/plan.h): the llvm backend computes the GEMM forms in bf16 (Linear
-// and MatMul layers, batched products of two activations, 1x1 convolutions); the other
-// convolutions, and every contraction on another backend, stay f32. A fused attention
+// and MatMul layers, batched products of two activations, 1x1 convolutions) and Winograd's
+// 3x3 convolutions (their transformed weights and image as pairs of channels: Note
+// [Winograd convolutions], codegen/winograd.h) and the convolutions by output rows that
+// pack their panels (strided, with 16 or more output channels per group: Note [Contraction
+// kernels]); the convolutions that read their image in place (stride 1 outside Winograd),
+// those with fewer output channels per group, and every contraction on another backend,
+// stay f32. A fused attention
 // (AttentionSpec::bf16) computes both its products so on llvm: Q·Kᵀ from Q's rows and K's
 // panels as pairs of the head dim, P·V from the probabilities (rounded after the f32
 // softmax) and V's panels as pairs of keys; its scores, softmax and epilogue stay f32, and
@@ -34,8 +39,8 @@
 // kBf16ContractionTolerance per bf16 contraction of a group (jit/verify.h).
 //
 // Which backends and CPUs: the llvm backend on a CPU with AVX512-BF16 (Zen 4, Xeon since
-// Cooper Lake). Elsewhere, and for the kernels it declines (convolutions by output rows,
-// Winograd, symbolic attention), the kernels compute in f32; explain says which and why.
+// Cooper Lake). Elsewhere, and for the kernels it declines (the convolutions above,
+// symbolic attention), the kernels compute in f32; explain says which and why.
 // In attention the scores' rounding passes through exp: a score off by δ scales its
 // probability by e^δ, with δ about 2⁻⁸·√(Σ (qᵢkᵢ)²)·scale; on the BERT layer the fused
 // attention's error is 0.0038 of its scale (T=37, tests/jit/precision_test.cpp), inside the

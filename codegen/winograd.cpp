@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "codegen/index_math.h"
+#include "codegen/precision.h"
 #include "ir/error.h"
 
 namespace fusor {
@@ -20,8 +22,8 @@ bool winograd_applies(const ContractionSpec& c) {
 
 int64_t winograd_tiles(const Conv2dParams& p) { return ceil_div(p.oh, 2) * ceil_div(p.ow, 2); }
 
-int64_t winograd_weight_floats(const ContractionSpec& c, int64_t mr) {
-  return 16 * ceil_div(c.conv.m, mr) * c.conv.c * mr;
+int64_t winograd_weight_floats(const ContractionSpec& c, int64_t mr, bool bf16) {
+  return 16 * ceil_div(c.conv.m, mr) * (bf16 ? ceil_div(c.conv.c, 2) : c.conv.c) * mr;
 }
 
 void pack_winograd_weights(const ContractionSpec& c, int64_t mr, const float* w, float* dst) {
@@ -48,6 +50,19 @@ void pack_winograd_weights(const ContractionSpec& c, int64_t mr, const float* w,
           dst[((int64_t(a * 4 + b) * mtiles + m / mr) * p.c + ci) * mr + m % mr] = float(u[b]);
       }
     }
+}
+
+void pack_winograd_weights_bf16(const ContractionSpec& c, int64_t mr, const float* w, uint32_t* dst) {
+  std::vector<float> u(size_t(winograd_weight_floats(c, mr)));
+  pack_winograd_weights(c, mr, w, u.data());
+  const int64_t C = c.conv.c, c2 = ceil_div(C, 2), blocks = 16 * ceil_div(c.conv.m, mr);
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    for (int64_t q = 0; q < c2; ++q)
+      for (int64_t i = 0; i < mr; ++i) {
+        const float lo = u[size_t((blk * C + 2 * q) * mr + i)];
+        const float hi = 2 * q + 1 < C ? u[size_t((blk * C + 2 * q + 1) * mr + i)] : 0.0f;
+        dst[(blk * c2 + q) * mr + i] = bf16_pair(lo, hi);
+      }
 }
 
 }  // namespace fusor
@@ -105,10 +120,28 @@ __attribute__((target("avx512f"))) inline __mmask16 column_mask(int64_t s, int64
   return __mmask16(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
+// Sixteen tiles' transforms of two channels (lo, hi: ξ = 0..15; hi null past an odd C)
+// as bf16 pairs, dst[ξ * xi_stride + j] for the lanes in `mask`: one vcvtne2ps2bf16 puts
+// lo's 16 values in the low half and hi's in the high, one vpermw interleaves them.
+__attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) void store_pairs(const __m512* lo, const __m512* hi,
+                                                                                  __mmask16 mask, int64_t xi_stride,
+                                                                                  uint32_t* dst) {
+  alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                           8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i idx = _mm512_load_si512(kInterleave);
+  for (int xi = 0; xi < 16; ++xi) {
+    const __m512bh both = _mm512_cvtne2ps_pbh(hi ? hi[xi] : _mm512_setzero_ps(), lo[xi]);
+    _mm512_mask_storeu_epi32(dst + xi * xi_stride, mask, _mm512_permutexvar_epi16(idx, (__m512i)both));
+  }
+}
+
 // Sixteen tiles of one tile row at a time: each patch row is four masked loads whose even
-// and odd lanes are the patch's four columns for 16 consecutive tiles.
+// and odd lanes are the patch's four columns for 16 consecutive tiles. Into v (f32), or
+// with `pairs` set into pairs as bf16 (fusor_rt_winograd_input_bf16; v is then unused).
 __attribute__((target("avx512f"))) void input_avx512(const float* x, const Geo& g, int64_t t0, int64_t count,
-                                                     int64_t nr, float* v) {
+                                                     int64_t nr, float* v, uint32_t* pairs = nullptr) {
+  const int64_t c2 = (g.c + 1) / 2;
+  __m512 done[2][16];  // bf16: the transforms of the last two channels, ξ = 0..15
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   for (int64_t j = 0; j < count;) {
@@ -147,8 +180,15 @@ __attribute__((target("avx512f"))) void input_avx512(const float* x, const Geo& 
       for (int a = 0; a < 4; ++a) {
         const __m512 o[4] = {_mm512_sub_ps(w[a][0], w[a][2]), _mm512_add_ps(w[a][1], w[a][2]),
                              _mm512_sub_ps(w[a][2], w[a][1]), _mm512_sub_ps(w[a][1], w[a][3])};
-        for (int b = 0; b < 4; ++b) _mm512_mask_storeu_ps(v + ((a * 4 + b) * g.c + ci) * nr + j, store, o[b]);
+        for (int b = 0; b < 4; ++b) {
+          if (pairs)
+            done[ci % 2][a * 4 + b] = o[b];
+          else
+            _mm512_mask_storeu_ps(v + ((a * 4 + b) * g.c + ci) * nr + j, store, o[b]);
+        }
       }
+      if (pairs && (ci % 2 == 1 || ci + 1 == g.c))
+        store_pairs(done[0], ci % 2 ? done[1] : nullptr, store, c2 * nr, pairs + (ci / 2) * nr + j);
     }
     j += len;
   }
@@ -172,6 +212,28 @@ extern "C" void fusor_rt_winograd_input(const float* x, const int64_t* geo, int6
     input_scalar(x, g, t0, count, nr, v);
   }
   zero_tail(g, count, nr, v);
+}
+
+extern "C" void fusor_rt_winograd_input_bf16(const float* x, const int64_t* geo, int64_t t0, int64_t count, int64_t nr,
+                                             uint32_t* v) {
+  const Geo g(geo);
+  const int64_t c2 = (g.c + 1) / 2;
+  static const bool vector = fusor::host_bf16().avx512_bf16 && __builtin_cpu_supports("avx512bw");
+  if (vector) {
+    input_avx512(x, g, t0, count, nr, nullptr, v);
+  } else {  // (bf16 kernels run only where the vector path does; this keeps the entry total)
+    std::vector<float> f(size_t(16 * g.c * nr));
+    input_scalar(x, g, t0, count, nr, f.data());
+    for (int64_t xi = 0; xi < 16; ++xi)
+      for (int64_t q = 0; q < c2; ++q)
+        for (int64_t j = 0; j < count; ++j) {
+          const float lo = f[size_t((xi * g.c + 2 * q) * nr + j)];
+          const float hi = 2 * q + 1 < g.c ? f[size_t((xi * g.c + 2 * q + 1) * nr + j)] : 0.0f;
+          v[(xi * c2 + q) * nr + j] = fusor::bf16_pair(lo, hi);
+        }
+  }
+  if (count < nr)
+    for (int64_t r = 0; r < 16 * c2; ++r) std::memset(v + r * nr + count, 0, size_t(nr - count) * sizeof(uint32_t));
 }
 
 extern "C" void fusor_rt_winograd_input_portable(const float* x, const int64_t* geo, int64_t t0, int64_t count,

@@ -82,9 +82,11 @@ class HostExecutor final : public Executor {
       return "precision fp32" + head + measured + ", below the " + std::to_string(kBf16AutoSpeedup).substr(0, 3) +
              "x auto asks (precision bf16 forces it)";
     return "precision bf16" + head +
-           "GEMMs (1x1 convolutions included) and fused attention's two products read bf16 operands on backend " +
+           "GEMMs (1x1 convolutions included), Winograd 3x3 and strided convolutions and fused attention's two products "
+           "read bf16 operands on backend " +
            std::string(jit_->name()) + " (AVX512-BF16 vdpbf16ps, " + measured + "; this CPU: " + host_bf16().str() +
-           "), accumulating in f32; other convolutions, symbolic attention, softmax and every other kernel in f32" +
+           "), accumulating in f32; other convolutions (stride 1 read in place, under 16 output channels per group), "
+           "symbolic attention, softmax and every other kernel in f32" +
            (first_tier_ ? "; tiering's first tier (asmjit) computes in f32" : "");
   }
 

@@ -70,7 +70,13 @@ namespace fusor {
 // prefetch alone.
 //
 // bf16 (ContractionSpec::bf16, Note [bf16 contractions] in codegen/precision.h): the GEMM
-// forms (a 1x1 convolution included). A constant B is packed once as pairs of k
+// forms (a 1x1 convolution included), Winograd's convolutions (codegen/winograd.h), and the
+// convolutions by rows that pack their panels (strided; 16 or more output channels per
+// group): weights packed once as pairs of the (kh, kw, c) reduction rows, each panel packed
+// in f32 and then as pairs (fusor_rt_pack_panel_bf16); ResNet-50's stride-2 3x3 (128
+// channels over 56 x 56) 1.55 -> 1.26 ms on a Zen 5, one thread. A convolution that reads
+// its image in place stays f32 (packing costs more than the pairs save; check() has the
+// figures). A constant B is packed once as pairs of k
 // (PackKind::Bf16Panels), any other panel by the kernel (fusor_rt_pack_panel_bf16, same
 // layout). A's rows are converted to pairs on the stack (fusor_rt_pack_a_bf16): all of a
 // task's rows at its start when panels are outer and they fit kBf16TaskABytes, else each
@@ -247,13 +253,27 @@ bool check(const KernelSpec& spec, std::string* why) {
   if (c.epilogue.stores.empty()) return no("an epilogue that stores nothing");
   if (!check_buffer_use(reads, writes, why)) return false;
   // Stack scratch for the widest panel (AVX-512: NR <= 64) a kernel packs itself.
-  const bool kernel_packs = f->conv ? !f->direct : !(weights_const && f->b_buf == c.b.buffer);
+  const bool kernel_packs = f->conv ? !f->direct && !use_winograd(spec, *f) : !(weights_const && f->b_buf == c.b.buffer);
   if (kernel_packs && f->k * 64 * 4 > kScratchBytes) return no("k too long for a stack panel");
   if (c.bf16) {
     std::string w;
     if (!bf16_applies(spec, &w)) return no("bf16 operands on " + w);
-    if (f->conv) return no("a bf16 convolution by output rows (only the GEMM forms, 1x1 included, compute in bf16)");
-    if (14 * ceil_div(f->k, 2) * 4 > kScratchBytes) return no("k too long for a bf16 block of A on the stack");
+    if (!f->conv && 14 * ceil_div(f->k, 2) * 4 > kScratchBytes) return no("k too long for a bf16 block of A on the stack");
+    // A convolution by rows packs each panel in f32, then as pairs (both on the stack). One
+    // that reads the image in place in f32 (unit column stride, not Winograd's) stays f32:
+    // packing its panels costs more than the pairs save (a depthwise 3x3 over 144 x 56 x 56:
+    // 0.22 ms direct in f32, 2.8 ms packed in bf16; 8 -> 32 channels over 112 x 112: 0.31
+    // against 1.04 ms; Zen 5, one thread).
+    if (f->conv && f->direct && !use_winograd(spec, *f))
+      return no("a bf16 convolution that reads its image in place (unit column stride: direct, f32)");
+    // Each panel's pairs serve the group's output channels: with few of them (a depthwise
+    // 3x3 with stride 2 over 144 x 56 x 56: 0.43 ms in f32, 0.47 in bf16) the conversion
+    // costs more than the halved products save.
+    if (f->conv && !use_winograd(spec, *f) && f->p.m / f->p.group < 16)
+      return no("a bf16 convolution with fewer than 16 output channels per group (f32: its panels' pairs would cost "
+                "more than they save)");
+    if (f->conv && !use_winograd(spec, *f) && (f->k + ceil_div(f->k, 2)) * 64 * 4 > kScratchBytes)
+      return no("k too long for a bf16 convolution panel on the stack");
   }
   return true;
 }
@@ -444,10 +464,12 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   e.line("%tile = alloca float, i64 " + i64(mr * nr) + ", align 64");
   const bool kernel_packs_b = f.conv ? !f.direct : !(t.prepack);
   if (kernel_packs_b) e.line("%bpack = alloca float, i64 " + i64(ksteps * nr) + ", align 64");
+  // A bf16 convolution's panel in f32 before it becomes pairs.
+  if (f.conv && c.bf16) e.line("%bconv = alloca float, i64 " + i64(kk * nr) + ", align 64");
   // bf16 A pairs: the task's rows at once (panels outer: every panel reuses them), else a
   // tile's rows.
-  const bool task_a = c.bf16 && t.panel_outer && t.tiles_per_chunk * mr * ksteps * 4 <= kBf16TaskABytes;
-  if (c.bf16) e.line("%apack = alloca i32, i64 " + i64((task_a ? t.tiles_per_chunk : 1) * mr * ksteps) + ", align 64");
+  const bool task_a = c.bf16 && !f.conv && t.panel_outer && t.tiles_per_chunk * mr * ksteps * 4 <= kBf16TaskABytes;
+  if (c.bf16 && !f.conv) e.line("%apack = alloca i32, i64 " + i64((task_a ? t.tiles_per_chunk : 1) * mr * ksteps) + ", align 64");
   // The run's m and its tile and chunk counts: compiled in, or from the run-time extent.
   std::string m_s = i64(f.m), m_last = i64(f.m - 1), m_tiles = i64(t.m_tiles), m_chunks = i64(t.m_chunks);
   if (t.symbolic) {
@@ -482,7 +504,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   // The packed operand (Note [Packed layouts]): conv weights per group, GEMM B per batch.
   std::string packed;
   if (t.prepack) {
-    const int64_t block = f.conv ? t.m_tiles * kk * mr : t.panels * ksteps * nr;
+    const int64_t block = f.conv ? t.m_tiles * ksteps * mr : t.panels * ksteps * nr;
     std::string which = f.conv ? bidx[1] : packed_b_batches(c) == 1 ? "0" : bflat;
     std::string off = tk.op("mul i64 " + which + ", " + i64(block));
     packed = tk.op("getelementptr inbounds float, ptr " + base[size_t(c.b.buffer)] + ", i64 " + off);
@@ -547,7 +569,10 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
         pn.b_args = "ptr " + b_b + ", i64 " + iy0 + ", i64 " + ix0;
       } else {
         ir.line("call void @fusor_rt_pack_conv_tile(ptr " + b_b + ", ptr @" + symbol + ".geo, i64 " + oh + ", i64 " + ow0 +
-                ", i64 " + pn.cols + ", i64 " + i64(nr) + ", ptr %bpack)");
+                ", i64 " + pn.cols + ", i64 " + i64(nr) + ", ptr " + (c.bf16 ? "%bconv" : "%bpack") + ")");
+        if (c.bf16)  // the panel's rows (kh, kw, c flattened) as pairs, as the weights are
+          ir.line("call void @fusor_rt_pack_panel_bf16(ptr %bconv, i64 " + i64(nr) + ", i64 1, i64 " + i64(kk) + ", i64 " +
+                  i64(nr) + ", i64 " + i64(nr) + ", ptr %bpack)");
         pn.b_args = "ptr %bpack";
       }
       return pn;
@@ -579,8 +604,9 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     std::string tall = ir.op("icmp sgt i64 " + left + ", " + i64(mr));
     tl.rows = ir.op("select i1 " + tall + ", i64 " + i64(mr) + ", i64 " + left);
     if (f.conv) {
-      // Packed weights: the tile's [kh][kw][c][mr] block (rows past the edge are zeros).
-      std::string blk = ir.op("getelementptr inbounds float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tv + ", " + i64(kk * mr)));
+      // Packed weights: the tile's [kh][kw][c][mr] block (rows past the edge are zeros; bf16:
+      // pairs of that reduction order).
+      std::string blk = ir.op("getelementptr inbounds float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tv + ", " + i64(ksteps * mr)));
       for (int64_t i = 0; i < mr; ++i) tl.a.push_back(ir.op("getelementptr inbounds float, ptr " + blk + ", i64 " + i64(i)));
       return tl;
     }

@@ -72,7 +72,8 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
 inline int64_t prepack_width(const ContractionTiling& t) { return t.conv_rows ? t.mr : t.nr; }
 /// The kind of the packed layout.
 inline PackKind prepack_kind(const ContractionTiling& t) {
-  return t.winograd ? PackKind::WinogradWeights : t.bf16 ? PackKind::Bf16Panels : PackKind::Panels;
+  if (t.winograd) return t.bf16 ? PackKind::Bf16WinogradWeights : PackKind::WinogradWeights;
+  return t.bf16 ? PackKind::Bf16Panels : PackKind::Panels;
 }
 
 }  // namespace fusor

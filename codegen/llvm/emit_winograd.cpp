@@ -31,9 +31,13 @@ std::string emit_winograd_ir(const KernelSpec& spec, const std::string& symbol, 
   // The micro-kernel (one of the 16 GEMMs: U[ξ] rows x V[ξ] panel over the channels) and the
   // epilogue over staged output rows (row stride 2 * nr: two pixels per tile).
   const std::string mk = symbol + ".mk", ep = symbol + ".epi";
+  // bf16: U and V as pairs of channels, ceil(C / 2) steps (Note [Winograd convolutions]).
+  const bool bf = t.bf16;
+  const int64_t ks = bf ? ceil_div(C, 2) : C;
   BRead br;
-  br.ks = C;
+  br.ks = ks;
   br.step = nr;
+  br.bf16 = bf;
   std::vector<TileAccess> epi_strides;
   for (const WinogradOperands::Epi& a : ops.epi) epi_strides.push_back({a.row, a.col});
   os << emit_microkernel(mk, TileShape{vl, mr, nv, nr}, br, mr) << "\n"
@@ -45,7 +49,7 @@ std::string emit_winograd_ir(const KernelSpec& spec, const std::string& symbol, 
 
   IrText e("e");
   const std::vector<std::string> base = load_buffer_bases(e, spec.buffers.size());
-  e.line("%V = alloca float, i64 " + i64(16 * C * nr) + ", align 64");
+  e.line("%V = alloca float, i64 " + i64(16 * ks * nr) + ", align 64");  // (bf16: pairs, one float each)
   e.line("%Y = alloca float, i64 " + i64(16 * mr * nr) + ", align 64");
   e.line("%O = alloca float, i64 " + i64(2 * mr * 2 * nr) + ", align 64");
   std::string any = e.op("icmp slt i64 %task_begin, %task_end");
@@ -79,7 +83,7 @@ std::string emit_winograd_ir(const KernelSpec& spec, const std::string& symbol, 
   std::string left = tk.op("sub i64 " + i64(tiles) + ", " + t0);
   std::string count = tk.op("select i1 " + tk.op("icmp sgt i64 " + left + ", " + i64(nr)) + ", i64 " + i64(nr) +
                             ", i64 " + left);
-  tk.line("call void @fusor_rt_winograd_input(ptr " + image + ", ptr @" + symbol + ".geo, i64 " + t0 + ", i64 " + count +
+  tk.line(std::string("call void @fusor_rt_winograd_input") + (bf ? "_bf16" : "") + "(ptr " + image + ", ptr @" + symbol + ".geo, i64 " + t0 + ", i64 " + count +
           ", i64 " + i64(nr) + ", ptr %V)");
   std::string m_lo = tk.op("mul i64 " + mc + ", " + i64(t.tiles_per_chunk));
   std::string m_end = tk.op("add i64 " + m_lo + ", " + i64(t.tiles_per_chunk));
@@ -91,10 +95,10 @@ std::string emit_winograd_ir(const KernelSpec& spec, const std::string& symbol, 
   IrText g("g");
   std::string ublk = g.op("getelementptr inbounds float, ptr " + base[size_t(ops.weights)] + ", i64 " +
                           g.op("mul i64 " + g.op("add i64 " + g.op("mul i64 %xi, " + i64(t.m_tiles)) + ", %x") + ", " +
-                               i64(C * mr)));
+                               i64(ks * mr)));
   std::string call = "call void @" + mk + "(";
   for (int64_t i = 0; i < mr; ++i) call += "ptr " + g.op("getelementptr inbounds float, ptr " + ublk + ", i64 " + i64(i)) + ", ";
-  std::string vp = g.op("getelementptr inbounds float, ptr %V, i64 " + g.op("mul i64 %xi, " + i64(C * nr)));
+  std::string vp = g.op("getelementptr inbounds float, ptr %V, i64 " + g.op("mul i64 %xi, " + i64(ks * nr)));
   std::string yp = g.op("getelementptr inbounds float, ptr %Y, i64 " + g.op("mul i64 %xi, " + i64(mr * nr)));
   g.line(call + "ptr " + vp + ", ptr " + yp + ")");
   os << "mt:\n  %x = phi i64 [ " << m_lo << ", %task ], [ %x.next, %mt.end ]\n  br label %gemm\ngemm:\n"
@@ -183,7 +187,8 @@ std::string emit_winograd_ir(const KernelSpec& spec, const std::string& symbol, 
      << "  %t.next = add nuw nsw i64 %t, 1\n  %tmore = icmp slt i64 %t.next, %task_end\n"
      << "  br i1 %tmore, label %task, label %done\ndone:\n  ret void\n}\n\n";
 
-  os << kDeclarations << fma_declarations(vl) << "declare void @fusor_rt_winograd_input(ptr, ptr, i64, i64, i64, ptr)\n"
+  os << kDeclarations << fma_declarations(vl) << "declare void @fusor_rt_winograd_input" << (bf ? "_bf16" : "")
+     << "(ptr, ptr, i64, i64, i64, ptr)\n"
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
   return os.str();
 }

@@ -36,8 +36,8 @@ struct WinogradOperands {
 int64_t winograd_scratch_bytes(int64_t channels, int64_t mr, int64_t nr);
 
 /// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` over
-/// [0, t.tasks()), with buffers[ops.weights] holding pack_b(..., t.mr, ...,
-/// PackKind::WinogradWeights).
+/// [0, t.tasks()), with buffers[ops.weights] holding pack_b(..., t.mr, ..., prepack_kind(t))
+/// (PackKind::WinogradWeights, or Bf16WinogradWeights when t.bf16).
 std::string emit_winograd_ir(const KernelSpec& spec, const std::string& symbol, const ContractionTiling& t,
                              const WinogradOperands& ops);
 

@@ -188,6 +188,7 @@ std::unique_ptr<LlvmJit> LlvmJit::create() {
   add("fusor_rt_pack_panel_bf16", reinterpret_cast<void*>(&fusor_rt_pack_panel_bf16));
   add("fusor_rt_pack_conv_tile", reinterpret_cast<void*>(&fusor_rt_pack_conv_tile));
   add("fusor_rt_winograd_input", reinterpret_cast<void*>(&fusor_rt_winograd_input));
+  add("fusor_rt_winograd_input_bf16", reinterpret_cast<void*>(&fusor_rt_winograd_input_bf16));
   if (llvm::Error err = process_dylib.define(llvm::orc::absoluteSymbols(std::move(runtime)))) {
     fail(ErrorCode::DeviceUnavailable, "llvm backend: cannot define the runtime symbols: ", take_message(std::move(err)));
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/index_math.h"
+#include "codegen/precision.h"
 #include "codegen/winograd.h"
 
 using namespace fusor;
@@ -107,6 +108,63 @@ TEST_SUITE("codegen/winograd") {
           CHECK(std::memcmp(fast.data(), slow.data(), fast.size() * sizeof(float)) == 0);
         }
       }
+    }
+  }
+
+  TEST_CASE("the bf16 input transform is the f32 one rounded to pairs of channels") {
+    // Odd and even channel counts (the last pair's high half 0), partial panels (zero
+    // tails), panels across tile rows. Bit for bit: the vector path (vcvtne2ps2bf16 where
+    // the CPU has AVX512-BF16) rounds as to_bf16 does.
+    struct Case {
+      int64_t c, h, w;
+    };
+    for (const Case& k : {Case{1, 5, 7}, Case{2, 9, 11}, Case{3, 12, 40}, Case{5, 33, 35}, Case{16, 8, 8}}) {
+      CAPTURE(k.c);
+      CAPTURE(k.w);
+      const ContractionSpec s = conv_spec(k.c, 1, k.h, k.w, 1, 1, 1, 1);
+      const std::vector<int64_t> geo = geo_of(s);
+      const std::vector<float> x = random_floats(size_t(k.c * k.h * k.w), 5);
+      const int64_t tiles = winograd_tiles(s.conv), c2 = (k.c + 1) / 2;
+      for (int64_t nr : {16, 48}) {
+        for (int64_t t0 = 0; t0 < tiles; t0 += nr - 3) {
+          const int64_t count = std::min(nr, tiles - t0);
+          std::vector<float> f32(size_t(16 * k.c * nr));
+          fusor_rt_winograd_input_portable(x.data(), geo.data(), t0, count, nr, f32.data());
+          std::vector<uint32_t> want(size_t(16 * c2 * nr)), got(want.size(), 0xdeadbeefu);
+          for (int64_t xi = 0; xi < 16; ++xi)
+            for (int64_t q = 0; q < c2; ++q)
+              for (int64_t j = 0; j < nr; ++j)
+                want[size_t((xi * c2 + q) * nr + j)] =
+                    bf16_pair(f32[size_t((xi * k.c + 2 * q) * nr + j)],
+                              2 * q + 1 < k.c ? f32[size_t((xi * k.c + 2 * q + 1) * nr + j)] : 0.0f);
+          fusor_rt_winograd_input_bf16(x.data(), geo.data(), t0, count, nr, got.data());
+          CHECK(got == want);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("the bf16 transformed weights are the f32 ones as pairs of channels") {
+    for (int64_t c : {1, 4, 7}) {
+      CAPTURE(c);
+      const int64_t m = 5, mr = 4, mtiles = ceil_div(m, mr), c2 = (c + 1) / 2;
+      const ContractionSpec s = conv_spec(c, m, 6, 6, 1, 1, 1, 1);
+      const std::vector<float> wt = random_floats(size_t(m * c * 9), 6);
+      std::vector<float> u(size_t(winograd_weight_floats(s, mr)));
+      pack_winograd_weights(s, mr, wt.data(), u.data());
+      REQUIRE(winograd_weight_floats(s, mr, true) == 16 * mtiles * c2 * mr);
+      std::vector<uint32_t> pairs(size_t(winograd_weight_floats(s, mr, true)), 0xdeadbeefu);
+      pack_winograd_weights_bf16(s, mr, wt.data(), pairs.data());
+      for (int64_t blk = 0; blk < 16 * mtiles; ++blk)
+        for (int64_t q = 0; q < c2; ++q)
+          for (int64_t i = 0; i < mr; ++i) {
+            const uint32_t p = pairs[size_t((blk * c2 + q) * mr + i)];
+            const uint32_t lo = p & 0xffffu;
+            CHECK(lo == to_bf16(u[size_t((blk * c + 2 * q) * mr + i)]));
+            const uint32_t hi = 2 * q + 1 < c ? to_bf16(u[size_t((blk * c + 2 * q + 1) * mr + i)]) : 0u;
+            const uint32_t top = p >> 16;
+            CHECK(top == hi);
+          }
     }
   }
 

@@ -153,35 +153,9 @@ output y
 
   FUSOR_HOST_JIT_TEST_CASE("convolutions with strides padding dilation and groups") {
     JitBackend& be = *jit.backend;
-    struct Conv {
-      int64_t n, c, h, w, m, kh, kw, group, stride, dil, pad;
-    };
-    const Conv convs[] = {
-        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},     {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},    {2, 8, 11, 13, 17, 3, 3, 1, 1, 1, 1},
-        {1, 16, 14, 14, 33, 1, 1, 1, 1, 1, 0}, {1, 6, 15, 17, 12, 3, 3, 2, 2, 1, 1}, {1, 8, 12, 12, 8, 3, 3, 8, 1, 1, 1},
-        {1, 4, 13, 11, 6, 3, 5, 1, 1, 2, 2},   {1, 5, 9, 10, 7, 1, 1, 1, 2, 1, 0},   {1, 3, 20, 20, 16, 7, 7, 1, 2, 1, 3},
-        {1, 16, 9, 9, 16, 3, 3, 16, 2, 1, 1},  {2, 12, 6, 5, 24, 2, 2, 3, 1, 1, 0},  {1, 64, 17, 23, 64, 3, 3, 1, 1, 1, 1},
-        // Stride 1 with output rows as wide as the image's (llvm: panels of consecutive
-        // pixels run across rows, conv-direct-flat, lanes masked per row and column): narrow
-        // images (a vector spans many rows), a single column, two rows under a 5x5 filter,
-        // dilation, a 1xk filter whose vertical padding makes rows of padding only.
-        {1, 5, 9, 3, 7, 3, 3, 1, 1, 1, 1},     {2, 7, 5, 1, 3, 3, 3, 1, 1, 1, 1},    {1, 4, 2, 6, 9, 5, 5, 1, 1, 1, 2},
-        {1, 6, 10, 10, 6, 3, 3, 1, 1, 2, 2},   {1, 4, 3, 5, 6, 1, 3, 1, 1, 1, 1},    {1, 32, 56, 56, 19, 3, 3, 1, 1, 1, 1},
-    };
-    for (const Conv& v : convs) {
-      std::ostringstream desc;
-      desc << "n" << v.n << " c" << v.c << " " << v.h << "x" << v.w << " m" << v.m << " k" << v.kh << "x" << v.kw << " g"
-           << v.group << " s" << v.stride << " d" << v.dil << " p" << v.pad;
-      CAPTURE(desc.str());
-      const double std_w = 1.0 / std::sqrt(double(v.c / v.group * v.kh * v.kw));
-      std::ostringstream g;
-      g << "graph g\ninput x: f32[" << dims({v.n, v.c, v.h, v.w}) << "]\nconst w: f32["
-        << dims({v.m, v.c / v.group, v.kh, v.kw}) << "] = randn(seed=7, std=" << std_w << ")\n"
-        << "const b: f32[" << v.m << "] = randn(seed=8, std=0.1)\n"
-        << "c = Conv(x, w, b) {group=" << v.group << ", strides=[" << v.stride << ", " << v.stride << "], dilations=["
-        << v.dil << ", " << v.dil << "], pads=[" << v.pad << ", " << v.pad << ", " << v.pad << ", " << v.pad << "]}\n"
-        << "y = Relu(c)\noutput y\n";
-      FusedGraph f = test::fuse_text(g.str(), {});
+    for (const test::ConvCase& v : test::kConvSweep) {
+      CAPTURE(test::conv_case_str(v));
+      FusedGraph f = test::fuse_text(test::conv_case_graph(v), {});
       CHECK(check_contractions(be, f, {{"x", test::randn({v.n, v.c, v.h, v.w}, 9)}}).kernels == 1);
     }
   }

@@ -191,27 +191,9 @@ output c
     // batches, channel counts off the tile, large channel counts over small images, a
     // residual and ReLU epilogue.
     LlvmBackend* be = test::llvm_backend_or_skip();
-    struct Conv {
-      int64_t n, c, h, w, m, pt, pl, pb, pr;
-      bool residual;
-    };
-    const Conv convs[] = {{1, 16, 9, 11, 16, 1, 1, 1, 1, false}, {2, 24, 7, 13, 37, 0, 0, 0, 0, true},
-                          {1, 16, 20, 17, 20, 2, 1, 0, 1, false}, {1, 256, 7, 7, 19, 1, 1, 1, 1, true},
-                          {1, 64, 56, 56, 64, 1, 1, 1, 1, true},  {3, 17, 7, 8, 16, 1, 1, 1, 1, false}};
-    for (const Conv& v : convs) {
-      std::ostringstream desc;
-      desc << "n" << v.n << " c" << v.c << " " << v.h << "x" << v.w << " m" << v.m << " pads " << v.pt << v.pl << v.pb
-           << v.pr << (v.residual ? " residual" : "");
-      CAPTURE(desc.str());
-      const int64_t oh = v.h + v.pt + v.pb - 2, ow = v.w + v.pl + v.pr - 2;
-      std::ostringstream g;
-      g << "graph g\ninput x: f32[" << dims({v.n, v.c, v.h, v.w}) << "]\n";
-      if (v.residual) g << "input r: f32[" << dims({v.n, v.m, oh, ow}) << "]\n";
-      g << "const w: f32[" << dims({v.m, v.c, 3, 3}) << "] = randn(seed=7, std=" << 1.0 / std::sqrt(double(v.c * 9))
-        << ")\nconst b: f32[" << v.m << "] = randn(seed=8, std=0.1)\n"
-        << "c = Conv(x, w, b) {pads=[" << v.pt << ", " << v.pl << ", " << v.pb << ", " << v.pr << "]}\n"
-        << (v.residual ? "s = Add(c, r)\ny = Relu(s)\n" : "y = Relu(c)\n") << "output y\n";
-      FusedGraph f = test::fuse_text(g.str(), {});
+    for (const test::WinogradConv& v : test::kWinogradSweep) {
+      CAPTURE(test::winograd_conv_str(v));
+      FusedGraph f = test::fuse_text(test::winograd_conv_graph(v), {});
       for (const FusionGroup& grp : f.groups) {
         if (grp.kind != GroupKind::Contraction) continue;
         std::string why;
@@ -220,9 +202,7 @@ output c
         for (int64_t vl : {8, 16}) CHECK(contraction_tiling(*spec, vl).winograd);
       }
       if (!be) continue;
-      std::map<std::string, Tensor> inputs{{"x", test::randn({v.n, v.c, v.h, v.w}, 9)}};
-      if (v.residual) inputs["r"] = test::randn({v.n, v.m, oh, ow}, 10);
-      Checked c = check_contractions(*be, f, inputs, 1.0, v.c * v.h * v.w < 20000);
+      Checked c = check_contractions(*be, f, test::winograd_conv_inputs(v), 1.0, v.c * v.h * v.w < 20000);
       CHECK(c.kernels == 1);
     }
   }
