@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "codegen/bf16_pairs.h"
 #include "codegen/index_math.h"
 #include "codegen/precision.h"
 #include "ir/error.h"
@@ -121,18 +122,12 @@ __attribute__((target("avx512f"))) inline __mmask16 column_mask(int64_t s, int64
 }
 
 // Sixteen tiles' transforms of two channels (lo, hi: ξ = 0..15; hi null past an odd C)
-// as bf16 pairs, dst[ξ * xi_stride + j] for the lanes in `mask`: one vcvtne2ps2bf16 puts
-// lo's 16 values in the low half and hi's in the high, one vpermw interleaves them.
+// as bf16 pairs, dst[ξ * xi_stride + j] for the lanes in `mask`.
 __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) void store_pairs(const __m512* lo, const __m512* hi,
                                                                                   __mmask16 mask, int64_t xi_stride,
                                                                                   uint32_t* dst) {
-  alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                                           8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  const __m512i idx = _mm512_load_si512(kInterleave);
-  for (int xi = 0; xi < 16; ++xi) {
-    const __m512bh both = _mm512_cvtne2ps_pbh(hi ? hi[xi] : _mm512_setzero_ps(), lo[xi]);
-    _mm512_mask_storeu_epi32(dst + xi * xi_stride, mask, _mm512_permutexvar_epi16(idx, (__m512i)both));
-  }
+  for (int xi = 0; xi < 16; ++xi)
+    _mm512_mask_storeu_epi32(dst + xi * xi_stride, mask, fusor::bf16_pairs16(lo[xi], hi ? hi[xi] : _mm512_setzero_ps()));
 }
 
 // Sixteen tiles of one tile row at a time: each patch row is four masked loads whose even

@@ -16,13 +16,15 @@ namespace fusor {
 /// How one attention kernel is blocked.
 struct AttentionTiling {
   llvm_ir::TileShape qk, pv;   ///< the tiles of Q·Kᵀ and of P·V
-  int64_t rows_per_task = 0;   ///< query rows of one task
-  int64_t row_blocks = 0;      ///< tasks per batch index
+  int64_t rows_per_task = 0;   ///< query rows of one block (the scores' scratch holds them)
+  int64_t row_blocks = 0;      ///< blocks of rows_per_task per batch index
+  int64_t blocks_per_task = 1; ///< row blocks of one task, which packs K and V once for them
   int64_t batches = 1;
   /// Queries and keys are both the run's extent (Note [Symbolic kernels]): row_blocks is
-  /// that of kSymbolicTypicalM, the kernel counts the run's.
+  /// that of kSymbolicTypicalM, the kernel counts the run's (one block per task).
   bool symbolic = false;
-  int64_t tasks() const { return batches * row_blocks; }
+  int64_t tasks_per_batch() const { return (row_blocks + blocks_per_task - 1) / blocks_per_task; }
+  int64_t tasks() const { return batches * tasks_per_batch(); }
   /// One line for dumps.
   std::string str() const;
 };

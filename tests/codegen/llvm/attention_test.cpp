@@ -66,6 +66,34 @@ TEST_SUITE("llvm/attention") {
     }
   }
 
+  TEST_CASE("a task takes several row blocks and packs K and V once for them") {
+    // Note [Attention kernels]: as many of a head's blocks of 128 rows per task as leave 8
+    // tasks. 12 heads of 300 rows (blocks of 128, 128, 44): 12 tasks of 3 blocks; 4 heads:
+    // 8 tasks of 2 blocks and of 1 (the last block short). Every block's rows checked.
+    struct Case {
+      int64_t h, blocks_per_task, tasks;
+    };
+    for (const Case& c : {Case{12, 3, 12}, Case{4, 2, 8}}) {
+      CAPTURE(c.h);
+      FusedGraph f = test::fuse_text(test::masked_attention_graph(1, c.h, 300, 77, 24, 20), {});
+      std::vector<KernelSpec> specs = test::lower_groups(f, GroupKind::Attention);
+      REQUIRE(specs.size() == 1);
+      const AttentionTiling t = attention_tiling(specs[0], 16);
+      CAPTURE(t.str());
+      CHECK(t.rows_per_task == 128);
+      CHECK(t.row_blocks == 3);
+      CHECK(t.blocks_per_task == c.blocks_per_task);
+      CHECK(t.tasks() == c.tasks);
+      LlvmBackend* be = test::llvm_backend_or_skip();
+      if (!be) continue;
+      std::map<std::string, Tensor> in{{"q", test::randn({1, c.h, 300, 24}, 1)},
+                                       {"k", test::randn({1, c.h, 77, 24}, 2)},
+                                       {"v", test::randn({1, c.h, 77, 20}, 3)},
+                                       {"mask", test::uniform({1, 1, 1, 77}, 4, -3.0, 0.0)}};
+      CHECK(check_attention(*be, f, in, 24, 77, c.h < 8) == 1);
+    }
+  }
+
   TEST_CASE("unscaled attention with an epilogue and fully masked keys") {
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;

@@ -78,7 +78,8 @@ TEST_SUITE("llvm/bf16") {
     LlvmBackend* be = bf16_backend_or_skip();
     if (!be) return;
     const int64_t sizes[][5] = {{1, 1, 1, 1, 1},  {2, 3, 5, 3, 4},    {3, 7, 9, 8, 7},
-                                {2, 17, 15, 17, 16}, {12, 33, 33, 64, 64}, {1, 130, 129, 31, 33}};
+                                {2, 17, 15, 17, 16}, {12, 33, 33, 64, 64}, {1, 130, 129, 31, 33},
+                                {4, 300, 77, 24, 20}};  // (tasks of 2 row blocks and of 1)
     for (const auto& z : sizes) {
       const int64_t h = z[0], tq = z[1], tk = z[2], d = z[3], dv = z[4];
       CAPTURE(h);
