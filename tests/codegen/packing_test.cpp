@@ -8,23 +8,15 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "codegen/packing.h"
 #include "codegen/precision.h"
+#include "tests/support/test_util.h"
 
 using namespace fusor;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 struct PanelShape {
   int64_t k, n_valid, nr, sn;
@@ -48,7 +40,7 @@ TEST_SUITE("codegen/packing") {
       CAPTURE(z.k);
       CAPTURE(z.n_valid);
       CAPTURE(z.nr);
-      const std::vector<float> src = random_floats(size_t(z.n_valid * z.sn), uint32_t(z.k * 100 + z.n_valid));
+      const std::vector<float> src = test::normal_floats(size_t(z.n_valid * z.sn), uint32_t(z.k * 100 + z.n_valid));
       std::vector<float> got(size_t(z.k * z.nr), -7.0f), want(got.size(), 0.0f);
       for (int64_t kk = 0; kk < z.k; ++kk)
         for (int64_t j = 0; j < z.n_valid; ++j) want[size_t(kk * z.nr + j)] = src[size_t(j * z.sn + kk)];
@@ -62,7 +54,7 @@ TEST_SUITE("codegen/packing") {
       CAPTURE(z.k);
       CAPTURE(z.n_valid);
       CAPTURE(z.nr);
-      const std::vector<float> src = random_floats(size_t(z.n_valid * z.sn), uint32_t(z.k * 100 + z.n_valid + 1));
+      const std::vector<float> src = test::normal_floats(size_t(z.n_valid * z.sn), uint32_t(z.k * 100 + z.n_valid + 1));
       const int64_t k2 = (z.k + 1) / 2;
       std::vector<uint32_t> got(size_t(k2 * z.nr), 0xdeadbeefu), want(got.size(), 0u);
       for (int64_t q = 0; q < k2; ++q)

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "codegen/packing.h"
@@ -27,14 +26,6 @@ float from_bits(uint32_t u) {
   float x;
   std::memcpy(&x, &u, 4);
   return x;
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 3.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
 }
 
 // A GEMM spec over [batch..., m, k] x [batch..., k, n], B contiguous (or per-batch blocks).
@@ -79,7 +70,7 @@ TEST_SUITE("codegen/precision") {
     CHECK(to_bf16(-std::numeric_limits<float>::denorm_min()) == 0x8000);
     CHECK(to_bf16(std::numeric_limits<float>::min()) == 0x0080);  // the smallest normal stays
     // Every rounding is within half a unit of the 8th significant bit.
-    for (float x : random_floats(1000, 1)) {
+    for (float x : test::normal_floats(1000, 1, 3.0f)) {
       const float r = bf16_to_f32(to_bf16(x));
       CHECK(std::fabs(r - x) <= std::ldexp(std::fabs(x), -8));
       CHECK((bits(r) & 0xffffu) == 0);
@@ -92,7 +83,7 @@ TEST_SUITE("codegen/precision") {
     for (int64_t k : {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100}) {
       CAPTURE(k);
       const int64_t rows = 5, mr = 7, k2 = (k + 1) / 2, row_stride = k + 3;
-      std::vector<float> a = random_floats(size_t(rows * row_stride), uint32_t(k));
+      std::vector<float> a = test::normal_floats(size_t(rows * row_stride), uint32_t(k), 3.0f);
       a[1] = std::numeric_limits<float>::quiet_NaN();
       a[2] = std::numeric_limits<float>::denorm_min();
       std::vector<uint32_t> got(size_t(mr * k2), 0xdeadbeef), strided(size_t(mr * k2), 0xdeadbeef);
@@ -129,7 +120,7 @@ TEST_SUITE("codegen/precision") {
           const KernelSpec s = gemm(4, k, n, true, per_batch);
           const ContractionSpec& c = s.contraction;
           const int64_t width = 16, batches = per_batch ? 2 : 1, panels = (n + width - 1) / width, k2 = (k + 1) / 2;
-          std::vector<float> b = random_floats(size_t(batches * k * n), uint32_t(k * 100 + n));
+          std::vector<float> b = test::normal_floats(size_t(batches * k * n), uint32_t(k * 100 + n), 3.0f);
           const int64_t floats = packed_b_floats(c, width, PackKind::Bf16Panels);
           CHECK(floats == batches * panels * k2 * width);
           std::vector<float> packed(static_cast<size_t>(floats));

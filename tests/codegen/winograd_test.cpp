@@ -7,24 +7,16 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "codegen/index_math.h"
 #include "codegen/precision.h"
 #include "codegen/winograd.h"
+#include "tests/support/test_util.h"
 
 using namespace fusor;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 // A contiguous [m, c, 3, 3] weight and [1, c, h, w] image convolution spec.
 ContractionSpec conv_spec(int64_t c, int64_t m, int64_t h, int64_t w, int64_t pad_t, int64_t pad_l, int64_t pad_b,
@@ -97,7 +89,7 @@ TEST_SUITE("codegen/winograd") {
       CAPTURE(k.w);
       const ContractionSpec s = conv_spec(k.c, 1, k.h, k.w, k.pt, k.pl, k.pb, k.pr);
       const std::vector<int64_t> geo = geo_of(s);
-      const std::vector<float> x = random_floats(size_t(k.c * k.h * k.w), 7);
+      const std::vector<float> x = test::normal_floats(size_t(k.c * k.h * k.w), 7);
       const int64_t tiles = winograd_tiles(s.conv);
       for (int64_t nr : {16, 48}) {
         for (int64_t t0 = 0; t0 < tiles; t0 += nr / 2 + 1) {
@@ -123,7 +115,7 @@ TEST_SUITE("codegen/winograd") {
       CAPTURE(k.w);
       const ContractionSpec s = conv_spec(k.c, 1, k.h, k.w, 1, 1, 1, 1);
       const std::vector<int64_t> geo = geo_of(s);
-      const std::vector<float> x = random_floats(size_t(k.c * k.h * k.w), 5);
+      const std::vector<float> x = test::normal_floats(size_t(k.c * k.h * k.w), 5);
       const int64_t tiles = winograd_tiles(s.conv), c2 = (k.c + 1) / 2;
       for (int64_t nr : {16, 48}) {
         for (int64_t t0 = 0; t0 < tiles; t0 += nr - 3) {
@@ -149,7 +141,7 @@ TEST_SUITE("codegen/winograd") {
       CAPTURE(c);
       const int64_t m = 5, mr = 4, mtiles = ceil_div(m, mr), c2 = (c + 1) / 2;
       const ContractionSpec s = conv_spec(c, m, 6, 6, 1, 1, 1, 1);
-      const std::vector<float> wt = random_floats(size_t(m * c * 9), 6);
+      const std::vector<float> wt = test::normal_floats(size_t(m * c * 9), 6);
       std::vector<float> u(size_t(winograd_weight_floats(s, mr)));
       pack_winograd_weights(s, mr, wt.data(), u.data());
       REQUIRE(winograd_weight_floats(s, mr, true) == 16 * mtiles * c2 * mr);
@@ -172,7 +164,7 @@ TEST_SUITE("codegen/winograd") {
     const int64_t c = 3, m = 5, h = 6, w = 7, mr = 4;
     const ContractionSpec s = conv_spec(c, m, h, w, 1, 1, 1, 1);
     const Conv2dParams& p = s.conv;
-    const std::vector<float> x = random_floats(size_t(c * h * w), 3), wt = random_floats(size_t(m * c * 9), 4);
+    const std::vector<float> x = test::normal_floats(size_t(c * h * w), 3), wt = test::normal_floats(size_t(m * c * 9), 4);
     std::vector<float> u(size_t(winograd_weight_floats(s, mr)));
     pack_winograd_weights(s, mr, wt.data(), u.data());
     const int64_t tiles = winograd_tiles(p), mtiles = ceil_div(m, mr), nr = 16;

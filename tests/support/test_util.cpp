@@ -1,5 +1,7 @@
 #include "tests/support/test_util.h"
 
+#include <random>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -57,6 +59,14 @@ double max_abs_diff(const Tensor& got, const Tensor& want) {
   double m = 0;
   for (int64_t i = 0; i < std::min(got.numel(), want.numel()); ++i) m = std::max(m, std::fabs(got.at(i) - want.at(i)));
   return m;
+}
+
+std::vector<float> normal_floats(size_t n, uint32_t seed, float std) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, std);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
 }
 
 bool allclose(const Tensor& got, const Tensor& want, double rtol, double atol, std::string* why) {

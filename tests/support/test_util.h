@@ -28,6 +28,8 @@ std::string two_output_rows_graph(int64_t rows);
 
 /// A normal(0, std) tensor (any dtype; integers are rounded toward zero).
 Tensor randn(Shape shape, uint64_t seed, double std = 1.0, DType dtype = DType::F32);
+/// n normal(0, std) floats from std::mt19937(seed) (raw buffers for runtime routines).
+std::vector<float> normal_floats(size_t n, uint32_t seed, float std = 1.0f);
 /// A uniform[low, high) tensor.
 Tensor uniform(Shape shape, uint64_t seed, double low, double high, DType dtype = DType::F32);
 /// A tensor from values (converted to dtype).
