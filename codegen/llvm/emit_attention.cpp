@@ -31,7 +31,7 @@ namespace fusor {
 // thread 2.52-2.83 -> 2.06-2.09, two 1.23 -> 0.89-0.99.
 // In bf16 (AttentionSpec::bf16, Note [bf16 contractions]) both products read bf16 pairs
 // and accumulate in f32 with vdpbf16ps: K's and V's panels are packed as pairs
-// (fusor_rt_pack_panel_bf16), the block's Q rows are converted once per task and P's rows
+// (fusor_rt_pack_panel_bf16; Kᵀ, read across rows, by 16 x 16 transposes of pairs), the block's Q rows are converted once per block and P's rows
 // once after the softmax (fusor_rt_pack_a_bf16); scores, softmax and epilogue stay f32.
 // R is at most 128 rows, fewer when that leaves fewer than 8 tasks; the scratch (K and V
 // panels, S) must fit kScratchBytes of stack. Floating point: dot products in float with
