@@ -9,6 +9,7 @@
 
 #include "codegen/bf16_pairs.h"
 #include "codegen/index_math.h"
+#include "codegen/packing.h"
 #include "codegen/precision.h"
 #include "ir/error.h"
 
@@ -53,17 +54,19 @@ void pack_winograd_weights(const ContractionSpec& c, int64_t mr, const float* w,
     }
 }
 
+namespace {
+// [blocks][C][width] floats as [blocks][ceil(C / 2)][width] pairs of channels: each block a
+// panel of C rows packed as pairs of rows (codegen/packing.h's routine).
+void pair_channels(const float* src, int64_t blocks, int64_t C, int64_t width, uint32_t* dst) {
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    fusor_rt_pack_panel_bf16(src + blk * C * width, width, 1, C, width, width, dst + blk * ceil_div(C, 2) * width);
+}
+}  // namespace
+
 void pack_winograd_weights_bf16(const ContractionSpec& c, int64_t mr, const float* w, uint32_t* dst) {
   std::vector<float> u(size_t(winograd_weight_floats(c, mr)));
   pack_winograd_weights(c, mr, w, u.data());
-  const int64_t C = c.conv.c, c2 = ceil_div(C, 2), blocks = 16 * ceil_div(c.conv.m, mr);
-  for (int64_t blk = 0; blk < blocks; ++blk)
-    for (int64_t q = 0; q < c2; ++q)
-      for (int64_t i = 0; i < mr; ++i) {
-        const float lo = u[size_t((blk * C + 2 * q) * mr + i)];
-        const float hi = 2 * q + 1 < C ? u[size_t((blk * C + 2 * q + 1) * mr + i)] : 0.0f;
-        dst[(blk * c2 + q) * mr + i] = bf16_pair(lo, hi);
-      }
+  pair_channels(u.data(), 16 * ceil_div(c.conv.m, mr), c.conv.c, mr, dst);
 }
 
 }  // namespace fusor
@@ -219,13 +222,7 @@ extern "C" void fusor_rt_winograd_input_bf16(const float* x, const int64_t* geo,
   } else {  // (bf16 kernels run only where the vector path does; this keeps the entry total)
     std::vector<float> f(size_t(16 * g.c * nr));
     input_scalar(x, g, t0, count, nr, f.data());
-    for (int64_t xi = 0; xi < 16; ++xi)
-      for (int64_t q = 0; q < c2; ++q)
-        for (int64_t j = 0; j < count; ++j) {
-          const float lo = f[size_t((xi * g.c + 2 * q) * nr + j)];
-          const float hi = 2 * q + 1 < g.c ? f[size_t((xi * g.c + 2 * q + 1) * nr + j)] : 0.0f;
-          v[(xi * c2 + q) * nr + j] = fusor::bf16_pair(lo, hi);
-        }
+    fusor::pair_channels(f.data(), 16, g.c, nr, v);
   }
   if (count < nr)
     for (int64_t r = 0; r < 16 * c2; ++r) std::memset(v + r * nr + count, 0, size_t(nr - count) * sizeof(uint32_t));
