@@ -259,21 +259,21 @@ bool check(const KernelSpec& spec, std::string* why) {
     std::string w;
     if (!bf16_applies(spec, &w)) return no("bf16 operands on " + w);
     if (!f->conv && 14 * ceil_div(f->k, 2) * 4 > kScratchBytes) return no("k too long for a bf16 block of A on the stack");
-    // A convolution by rows packs each panel in f32, then as pairs (both on the stack). One
-    // that reads the image in place in f32 (unit column stride, not Winograd's) stays f32:
+    // A convolution by rows (not Winograd's) packs each panel in f32, then as pairs (both on
+    // the stack). One that reads the image in place in f32 (unit column stride) stays f32:
     // packing its panels costs more than the pairs save (a depthwise 3x3 over 144 x 56 x 56:
     // 0.22 ms direct in f32, 2.8 ms packed in bf16; 8 -> 32 channels over 112 x 112: 0.31
-    // against 1.04 ms; Zen 5, one thread).
-    if (f->conv && f->direct && !use_winograd(spec, *f))
-      return no("a bf16 convolution that reads its image in place (unit column stride: direct, f32)");
-    // Each panel's pairs serve the group's output channels: with few of them (a depthwise
-    // 3x3 with stride 2 over 144 x 56 x 56: 0.43 ms in f32, 0.47 in bf16) the conversion
-    // costs more than the halved products save.
-    if (f->conv && !use_winograd(spec, *f) && f->p.m / f->p.group < 16)
-      return no("a bf16 convolution with fewer than 16 output channels per group (f32: its panels' pairs would cost "
-                "more than they save)");
-    if (f->conv && !use_winograd(spec, *f) && (f->k + ceil_div(f->k, 2)) * 64 * 4 > kScratchBytes)
-      return no("k too long for a bf16 convolution panel on the stack");
+    // against 1.04 ms; Zen 5, one thread). So does one with few output channels per group,
+    // which each panel's pairs serve (a depthwise 3x3 with stride 2 over 144 x 56 x 56: 0.43
+    // ms in f32, 0.47 in bf16).
+    if (f->conv && !use_winograd(spec, *f)) {
+      if (f->direct) return no("a bf16 convolution that reads its image in place (unit column stride: direct, f32)");
+      if (f->p.m / f->p.group < 16)
+        return no("a bf16 convolution with fewer than 16 output channels per group (f32: its panels' pairs would cost "
+                  "more than they save)");
+      if ((f->k + ceil_div(f->k, 2)) * 64 * 4 > kScratchBytes)
+        return no("k too long for a bf16 convolution panel on the stack");
+    }
   }
   return true;
 }

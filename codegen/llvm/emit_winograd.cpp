@@ -83,8 +83,9 @@ std::string emit_winograd_ir(const KernelSpec& spec, const std::string& symbol, 
   std::string left = tk.op("sub i64 " + i64(tiles) + ", " + t0);
   std::string count = tk.op("select i1 " + tk.op("icmp sgt i64 " + left + ", " + i64(nr)) + ", i64 " + i64(nr) +
                             ", i64 " + left);
-  tk.line(std::string("call void @fusor_rt_winograd_input") + (bf ? "_bf16" : "") + "(ptr " + image + ", ptr @" + symbol + ".geo, i64 " + t0 + ", i64 " + count +
-          ", i64 " + i64(nr) + ", ptr %V)");
+  const std::string input = bf ? "fusor_rt_winograd_input_bf16" : "fusor_rt_winograd_input";
+  tk.line("call void @" + input + "(ptr " + image + ", ptr @" + symbol + ".geo, i64 " + t0 + ", i64 " + count + ", i64 " +
+          i64(nr) + ", ptr %V)");
   std::string m_lo = tk.op("mul i64 " + mc + ", " + i64(t.tiles_per_chunk));
   std::string m_end = tk.op("add i64 " + m_lo + ", " + i64(t.tiles_per_chunk));
   std::string m_hi = tk.op("select i1 " + tk.op("icmp sgt i64 " + m_end + ", " + i64(t.m_tiles)) + ", i64 " +
@@ -187,8 +188,7 @@ std::string emit_winograd_ir(const KernelSpec& spec, const std::string& symbol, 
      << "  %t.next = add nuw nsw i64 %t, 1\n  %tmore = icmp slt i64 %t.next, %task_end\n"
      << "  br i1 %tmore, label %task, label %done\ndone:\n  ret void\n}\n\n";
 
-  os << kDeclarations << fma_declarations(vl) << "declare void @fusor_rt_winograd_input" << (bf ? "_bf16" : "")
-     << "(ptr, ptr, i64, i64, i64, ptr)\n"
+  os << kDeclarations << fma_declarations(vl) << "declare void @" << input << "(ptr, ptr, i64, i64, i64, ptr)\n"
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
   return os.str();
 }
