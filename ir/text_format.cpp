@@ -446,6 +446,11 @@ class Parser {
     } else if (init.is_word("randn") || init.is_word("uniform") || init.is_word("fill")) {
       RandomRecipe r = recipe(lx, init);
       check_recipe_fits(lx, init.col, r, dt);
+      // A generated constant is materialized as the graph is read: a bound keeps a typo in a
+      // dim from asking for terabytes (the largest real one, GPT-2's embedding, is 154 MB).
+      if (shape.numel() > kMaxGeneratedConstantBytes / int64_t(dtype_size(dt)))
+        error(lx, dims_col, "constant '", name, "' has ", shape.numel(), " elements, more than the ",
+              kMaxGeneratedConstantBytes, " bytes a generated constant may take (give large weights as npy(\"...\"))");
       g_.add_constant(name, make_random(dt, shape, r), r.str());
     } else if (init.is_word("npy")) {
       expect(lx, '(', "after npy");

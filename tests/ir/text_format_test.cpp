@@ -529,6 +529,13 @@ TEST_SUITE("ir/text_format") {
     check_parse_error("input x: f32[2]\ny = Frobnicate(x)\noutput y\n", "t.fg:2:5: ", "unknown op type 'Frobnicate'");
     check_parse_error("input x: f32[2]\ny = 3(x)\n", "t.fg:2:5: ", "expected an op type, found '3'");
   }
+  TEST_CASE("error a generated constant beyond the bound") {
+    // (materialized as the graph is read: a typo in a dim must not ask for terabytes)
+    check_parse_error("const w: f32[8555555555555, 8] = randn(seed=1, std=0.1)\n", "t.fg:1:",
+                      "constant 'w' has 68444444444440 elements, more than the 1073741824 bytes a generated "
+                      "constant may take");
+    check_parse_error("const w: i64[16385, 8192] = fill(1)\n", "t.fg:1:", "generated constant may take");
+  }
   TEST_CASE("error unknown dtype") {
     check_parse_error("input x: f31[2]\n", "t.fg:1:10: ", "unknown dtype 'f31'");
     check_parse_error("input x: [2]\n", "t.fg:1:10: ", "expected a dtype");
