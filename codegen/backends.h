@@ -54,6 +54,10 @@ std::string backend_choices();
 struct BackendOptions {
   /// When not empty: an existing folder that receives each kernel's spec, IR and assembly.
   std::string dump_dir;
+  /// llvm: time a few tilings of each contraction and keep the fastest (Note [Tuned
+  /// tilings], codegen/llvm/emit_contraction.cpp), for runs on `tune_threads` threads.
+  bool tune = false;
+  int tune_threads = 1;
 };
 
 // make_<name>_jit for each HostJit line: the backend for this CPU, or Error(DeviceUnavailable)

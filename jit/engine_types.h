@@ -161,6 +161,13 @@ struct EngineOptions {
   /// accumulate in f32 where the backend and the CPU can (llvm with AVX512-BF16), f32
   /// elsewhere, as explain says. Outputs, epilogues and the other kernels stay f32.
   Precision precision = Precision::Fp32;
+  /// Backend llvm: compile each contraction in a few tilings, time them on this machine
+  /// (on num_threads threads) and keep the fastest (Note [Tuned tilings], codegen/llvm/
+  /// emit_contraction.cpp). A contraction then compiles several times over (about 5x), once
+  /// per machine: the choice is kept with the kernel in the persistent store, so a restart,
+  /// another process or a replica sharing the store never times it again. Best where compile
+  /// time is not on a request's path: `fusor warmup --tune`, tiering, background_compile.
+  bool tune = false;
   /// Hash of every field that changes the plans built.
   uint64_t hash() const;
 };

@@ -95,7 +95,7 @@ std::unique_ptr<JitBackend> make_jit_backend(BackendKind kind, const BackendOpti
 
 std::unique_ptr<Executor> make_executor(ExecutorContext& ctx) {
   const BackendKind backend = ctx.options.backend;
-  const BackendOptions options{ctx.options.dump_dir};
+  const BackendOptions options{ctx.options.dump_dir, ctx.options.tune, ctx.pool.num_threads()};
 #define FUSOR_BACKEND_MAKE_Precompiled(name) return make_host_executor(ctx, backend, nullptr);
 #define FUSOR_BACKEND_MAKE_HostJit(name) return make_host_executor(ctx, backend, make_##name##_jit(options));
 #define FUSOR_BACKEND_MAKE_DeviceJit(name)                                                            \

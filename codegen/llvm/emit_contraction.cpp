@@ -296,7 +296,7 @@ std::string ContractionTiling::str() const {
 
 bool contraction_supports(const KernelSpec& spec, std::string* why) { return check(spec, why); }
 
-ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats) {
+ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice) {
   std::string why;
   std::optional<Form> f = make_form(spec, &why);
   FUSOR_ASSERT(f, "contraction_tiling: ", why);
@@ -351,6 +351,11 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
     fixed_nv = shape.nv;
   }
   choose_tile(vector_floats, m, panels, &shape, fixed_nv);
+  if (choice.mr > 0 && choice.nv > 0 && tile_fits(vector_floats, choice.mr, choice.nv)) {
+    shape.mr = choice.mr;
+    shape.nv = choice.nv;
+    shape.nr = choice.nv * vector_floats;
+  }
   t.mr = shape.mr;
   t.nv = shape.nv;
   t.nr = shape.nr;
@@ -359,6 +364,7 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   t.panels = panels_for(*f, t.nr);
   const bool b_prepacked = t.prepack && !f->conv;
   t.panel_outer = f->conv || !b_prepacked || f->n >= m;
+  if (choice.panel_outer >= 0 && b_prepacked && !f->conv) t.panel_outer = choice.panel_outer == 1;
   if (t.panel_outer) {
     t.panels_per_chunk = std::min(t.panels, std::max<int64_t>(1, (f->conv ? 1024 : 256) / t.nr));
     t.tiles_per_chunk = t.m_tiles;
@@ -369,11 +375,13 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   // bf16 with panels outer: a task converts its rows' A to pairs once, at its start, when they
   // fit kBf16TaskABytes, else each tile's rows once per panel, re-reading A as f32 for every
   // panel. So a task takes no more rows than fit (Note [Contraction kernels]).
-  if (c.bf16 && t.panel_outer && !f->conv) {
+  auto bound_bf16_rows = [&] {
+    if (!c.bf16 || !t.panel_outer || f->conv) return;
     const int64_t tile_pairs_bytes = t.mr * ceil_div(f->k, 2) * 4;
     if (t.tiles_per_chunk * tile_pairs_bytes > kBf16TaskABytes)
       t.tiles_per_chunk = std::max<int64_t>(1, kBf16TaskABytes / tile_pairs_bytes);
-  }
+  };
+  bound_bf16_rows();
   // Enough tasks to balance a few cores, split along the outer loop first: the operand it
   // walks is the one streamed (panels outer: B, the larger, e.g. the weights of a short
   // sequence or a convolution's image), so each task streams its own part of it once and
@@ -391,12 +399,148 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
       break;
     }
   }
+  // A measured choice of blocking replaces the rules' (Note [Tuned tilings]), within the
+  // bound on bf16 rows.
+  if (choice.tiles_per_chunk > 0) t.tiles_per_chunk = std::min(choice.tiles_per_chunk, t.m_tiles);
+  if (choice.panels_per_chunk > 0) t.panels_per_chunk = std::min(choice.panels_per_chunk, t.panels);
+  bound_bf16_rows();
   // Chunks as even as uniform chunks can be (16 panels in 4 + 4 + 4 + 4, not 5 + 5 + 5 + 1).
   t.panels_per_chunk = ceil_div(t.panels, ceil_div(t.panels, t.panels_per_chunk));
   t.tiles_per_chunk = ceil_div(t.m_tiles, ceil_div(t.m_tiles, t.tiles_per_chunk));
   t.n_chunks = ceil_div(t.panels, t.panels_per_chunk);
   t.m_chunks = ceil_div(t.m_tiles, t.tiles_per_chunk);
   return t;
+}
+
+// Note [Tuned tilings]
+// ~~~~~~~~~~~~~~~~~~~~
+// The rules above choose a tile by a cost model of wasted edge work and a blocking of tasks
+// by constants; both were tuned on the machines this project has seen, and other CPUs (other
+// L1/L2 sizes, load ports, FMA latencies, prefetchers) want others. Since fusor compiles a
+// kernel per shape anyway, a tuned compile (LlvmBackend::Options::tune; EngineOptions::tune)
+// measures instead of guessing: tiling_candidates() gives the rules' tiling and a few
+// neighbours of it,
+//   - the next tiles of the cost model (within kTuneTileCost of its best), in the same
+//     panel width when B is a constant packed for every shape (so the packed copy is still
+//     shared), any width otherwise;
+//   - the other loop order (a GEMM with a prepacked B: panels or tiles outer);
+//   - the rules' blocking with half and twice the rows or panels per task (how much of A
+//     or B a task keeps in L2 while it streams the other);
+// LlvmBackend compiles each and times it on scratch operands of the spec's sizes (codegen/
+// tuning.h: each task's fastest of a few passes, then the tasks' makespan on the engine's
+// threads), and keeps the fastest. The choice is stored with the object (a first line
+// "fusor-tiling <choice>"), so a kernel loaded from the persistent store gets the tiling it
+// was compiled with, and a restart, another process or another replica sharing the store
+// never times again. The compiler string of the kernel key says "tuned", so tuned and rule
+// kernels are kept apart. Every candidate computes the same sums in the same order (the
+// tile and the blocking do not change the order over k), so tuning changes speed, never
+// the floats. Symbolic kernels (one kernel for every m) and Winograd's convolutions keep
+// the rules' tiling.
+
+std::string TilingChoice::str() const {
+  if (empty()) return "rules";
+  std::ostringstream os;
+  const char* sep = "";
+  if (mr > 0 || nv > 0) {
+    os << "mr=" << mr << " nv=" << nv;
+    sep = " ";
+  }
+  if (panel_outer >= 0) {
+    os << sep << "outer=" << panel_outer;
+    sep = " ";
+  }
+  if (tiles_per_chunk > 0) {
+    os << sep << "tiles=" << tiles_per_chunk;
+    sep = " ";
+  }
+  if (panels_per_chunk > 0) os << sep << "panels=" << panels_per_chunk;
+  return os.str();
+}
+
+std::optional<TilingChoice> TilingChoice::parse(std::string_view text) {
+  TilingChoice c;
+  if (text == "rules") return c;
+  if (text.empty()) return std::nullopt;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t end = std::min(text.find(' ', pos), text.size());
+    const std::string_view field = text.substr(pos, end - pos);
+    const size_t eq = field.find('=');
+    if (eq == std::string_view::npos || eq + 1 >= field.size() || field.size() - eq - 1 > 9) return std::nullopt;
+    int64_t v = 0;
+    for (char ch : field.substr(eq + 1)) {
+      if (ch < '0' || ch > '9') return std::nullopt;
+      v = v * 10 + (ch - '0');
+    }
+    const std::string_view name = field.substr(0, eq);
+    if (name == "mr" && v >= 1 && c.mr == 0) {
+      c.mr = v;
+    } else if (name == "nv" && v >= 1 && c.nv == 0) {
+      c.nv = v;
+    } else if (name == "outer" && v <= 1 && c.panel_outer < 0) {
+      c.panel_outer = int(v);
+    } else if (name == "tiles" && v >= 1 && c.tiles_per_chunk == 0) {
+      c.tiles_per_chunk = v;
+    } else if (name == "panels" && v >= 1 && c.panels_per_chunk == 0) {
+      c.panels_per_chunk = v;
+    } else {
+      return std::nullopt;
+    }
+    if (end == text.size()) break;
+    pos = end + 1;
+  }
+  if ((c.mr > 0) != (c.nv > 0)) return std::nullopt;
+  return c;
+}
+
+namespace {
+// A runner-up tile is timed when the cost model puts it within this factor of its best.
+constexpr double kTuneTileCost = 1.25;
+}  // namespace
+
+std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats) {
+  std::vector<TilingChoice> out{TilingChoice{}};
+  std::string why;
+  const std::optional<Form> f = make_form(spec, &why);
+  if (!f || spec.symbolic) return out;
+  const ContractionTiling rules = contraction_tiling(spec, vector_floats);
+  if (rules.winograd) return out;
+  std::vector<ContractionTiling> seen{rules};
+  auto add = [&](const TilingChoice& c) {
+    const ContractionTiling t = contraction_tiling(spec, vector_floats, c);
+    for (const ContractionTiling& s : seen)  // the same kernel under another name
+      if (s.mr == t.mr && s.nv == t.nv && s.panel_outer == t.panel_outer && s.tiles_per_chunk == t.tiles_per_chunk &&
+          s.panels_per_chunk == t.panels_per_chunk)
+        return;
+    seen.push_back(t);
+    out.push_back(c);
+  };
+  // The tiles: the cost model's runners-up, in the packed width when B is packed for every shape.
+  const bool b_prepacked = rules.prepack && !f->conv;
+  auto panels = [&](int64_t nr) { return panels_for(*f, nr); };
+  const std::vector<TileShape> ranked = ranked_tiles(vector_floats, f->m, panels, b_prepacked ? rules.nv : 0);
+  auto cost = [&](const TileShape& t) { return double(ceil_div(f->m, t.mr)) * double(panels(t.nr)) * (double(t.mr * t.nv) + 1.5); };
+  const double best = cost(ranked.front());
+  int tiles = 0;
+  for (const TileShape& t : ranked) {
+    if (tiles == 2 || cost(t) > kTuneTileCost * best) break;
+    if (t.mr == rules.mr && t.nv == rules.nv) continue;
+    add(TilingChoice{.mr = t.mr, .nv = t.nv});
+    ++tiles;
+  }
+  // The other loop order.
+  if (b_prepacked) add(TilingChoice{.panel_outer = rules.panel_outer ? 0 : 1});
+  // The rules' blocking with half and twice the inner chunk of a task.
+  if (rules.panel_outer) {
+    if (rules.tiles_per_chunk > 1) add(TilingChoice{.tiles_per_chunk = ceil_div(rules.tiles_per_chunk, 2)});
+    if (rules.panels_per_chunk > 1) add(TilingChoice{.panels_per_chunk = ceil_div(rules.panels_per_chunk, 2)});
+    if (rules.panels_per_chunk < rules.panels) add(TilingChoice{.panels_per_chunk = 2 * rules.panels_per_chunk});
+  } else {
+    if (rules.panels_per_chunk > 1) add(TilingChoice{.panels_per_chunk = ceil_div(rules.panels_per_chunk, 2)});
+    if (rules.tiles_per_chunk > 1) add(TilingChoice{.tiles_per_chunk = ceil_div(rules.tiles_per_chunk, 2)});
+    if (rules.tiles_per_chunk < rules.m_tiles) add(TilingChoice{.tiles_per_chunk = 2 * rules.tiles_per_chunk});
+  }
+  return out;
 }
 
 std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbol, const ContractionTiling& t) {

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "codegen/kernel_spec.h"
 #include "codegen/packing.h"
@@ -43,6 +46,22 @@ struct ContractionTiling {
   std::string str() const;
 };
 
+/// What measurement may change in the rules' tiling of a contraction (Note [Tuned tilings]
+/// in the .cpp): the tile and the blocking of tasks. A zero (or -1) field keeps the rules'
+/// choice; an empty choice is the rules' tiling.
+struct TilingChoice {
+  int64_t mr = 0, nv = 0;             ///< the tile: rows and vectors per row (both or neither)
+  int panel_outer = -1;               ///< 1 panels outer, 0 tiles outer (GEMMs with a prepacked B only)
+  int64_t tiles_per_chunk = 0;        ///< tiles of one task
+  int64_t panels_per_chunk = 0;       ///< panels of one task
+  bool empty() const { return mr == 0 && nv == 0 && panel_outer < 0 && tiles_per_chunk == 0 && panels_per_chunk == 0; }
+  bool operator==(const TilingChoice&) const = default;
+  /// "mr=6 nv=4 outer=1 tiles=3 panels=2", the fields set; "rules" when empty.
+  std::string str() const;
+  /// The choice str() wrote; nullopt for anything else (a field out of range included).
+  static std::optional<TilingChoice> parse(std::string_view text);
+};
+
 /// bf16: the bytes of A pairs (a task's rows, k/2 pairs of 4 bytes each) a task converts once,
 /// at its start, on the stack; a bf16 task with panels outer takes no more rows than fit
 /// (Note [Contraction kernels]).
@@ -59,8 +78,17 @@ inline constexpr int64_t kSymbolicTypicalM = 128;
 bool contraction_supports(const KernelSpec& spec, std::string* why);
 
 /// The blocking for `spec` on a target whose vectors hold `vector_floats` floats (16 with
-/// AVX-512, 8 with AVX2).
-ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats);
+/// AVX-512, 8 with AVX2): the rules', with `choice`'s fields in place of theirs where they
+/// apply (a tile beyond the registers, or an orientation the form does not allow, keeps the
+/// rules'; chunks are clamped to the tiles and panels there are). Deterministic: a kernel
+/// loaded with its stored choice gets the tiling it was compiled with.
+ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice = {});
+
+/// The tilings a tuned compile times for `spec` (Note [Tuned tilings]): the rules' first
+/// (empty), then the runners-up of the tile's cost model, the other loop order, and the
+/// rules' blocking with half and twice the tiles or panels per task. Only the rules' for a
+/// symbolic kernel or a Winograd convolution.
+std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats);
 
 /// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` over
 /// [0, t.tasks()). When t.prepack, buffers[spec.contraction.b.buffer] must hold that operand

@@ -1,5 +1,6 @@
 #include "codegen/llvm/emit_tile.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/error.h"
@@ -238,22 +239,38 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& graph, 
   return os.str();
 }
 
-void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_t(int64_t nr)>& panels, TileShape* t,
-                 int64_t fixed_nv) {
+bool tile_fits(int64_t vector_floats, int64_t mr, int64_t nv) {
   const int64_t budget = vector_floats >= 16 ? 24 : 12, max_mr = vector_floats >= 16 ? 14 : 8;
-  double best = -1;
-  t->vl = vector_floats;
+  return mr >= 1 && nv >= 1 && nv <= 4 && mr <= max_mr && mr * nv <= budget;
+}
+
+std::vector<TileShape> ranked_tiles(int64_t vector_floats, int64_t rows,
+                                    const std::function<int64_t(int64_t nr)>& panels, int64_t fixed_nv) {
+  struct Ranked {
+    double cost;
+    TileShape t;
+  };
+  std::vector<Ranked> all;
   for (int64_t nv = fixed_nv > 0 ? fixed_nv : 1; nv <= (fixed_nv > 0 ? fixed_nv : 4); ++nv)
-    for (int64_t mr = 1; mr <= max_mr && mr * nv <= budget; ++mr) {
+    for (int64_t mr = 1; tile_fits(vector_floats, mr, nv); ++mr) {
       const int64_t nr = nv * vector_floats;
       const double cost = double((rows + mr - 1) / mr) * double(panels(nr)) * (double(mr * nv) + 1.5);
-      if (best < 0 || cost < best || (cost == best && mr * nv > t->mr * t->nv)) {
-        best = cost;
-        t->mr = mr;
-        t->nv = nv;
-      }
+      all.push_back({cost, TileShape{vector_floats, mr, nv, nr}});
     }
-  t->nr = t->nv * t->vl;
+  // Stable: among equal costs and sizes, the order of the loops (fewer vectors first).
+  std::stable_sort(all.begin(), all.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.cost != b.cost) return a.cost < b.cost;
+    return a.t.mr * a.t.nv > b.t.mr * b.t.nv;
+  });
+  std::vector<TileShape> out;
+  out.reserve(all.size());
+  for (const Ranked& r : all) out.push_back(r.t);
+  return out;
+}
+
+void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_t(int64_t nr)>& panels, TileShape* t,
+                 int64_t fixed_nv) {
+  *t = ranked_tiles(vector_floats, rows, panels, fixed_nv).front();
 }
 
 std::string fma_declarations(int64_t vl) {

@@ -1,5 +1,6 @@
 #include "codegen/llvm/llvm_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "codegen/llvm/emit_reduction.h"
 #include "codegen/cpu_rules.h"
 #include "codegen/index_math.h"
+#include "codegen/kernel_timing.h"
 #include "codegen/packing.h"
 #include "ir/error.h"
 
@@ -79,7 +81,8 @@ void adopt(CompiledKernel& kernel, LlvmJit::CompiledFunction function) {
 // its object gets the same): the task count and the constants it reads packed. Returns the
 // blocking chosen (one line for dumps; empty for kinds without one); *ir, when given, gets
 // the module.
-std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const {
+std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir,
+                                  const TilingChoice& choice) const {
   std::string why;
   if (!supports(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
   const std::string symbol = kernel_symbol(spec);
@@ -96,7 +99,7 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       }
       break;
     case KernelKind::Contraction: {
-      const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats);
+      const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats, choice);
       if (ir) *ir = emit_contraction_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
       if (t.symbolic) {
@@ -135,12 +138,25 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
   return tiling;
 }
 
-std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spec) {
+namespace {
+
+// The first line of a stored object that records a tuned tiling (Note [Tuned tilings]); an
+// object alone starts with ELF's magic, never with this.
+constexpr std::string_view kTilingTag = "fusor-tiling ";
+// A tiling other than the rules' is kept only when it is this much faster (a fraction of the
+// rules' time): a smaller gain is within what repeated timings of one kernel spread by.
+constexpr double kTuneMargin = 0.03;
+
+}  // namespace
+
+std::shared_ptr<CompiledKernel> LlvmBackend::compile_tiling(const KernelSpec& spec, const TilingChoice& choice) const {
+  FUSOR_CHECK(choice.empty() || spec.kind == KernelKind::Contraction, InvalidArgument, "llvm backend: kernel '",
+              spec.name, "': a tiling choice for a kernel that is not a contraction");
   const auto start = std::chrono::steady_clock::now();
   const std::string symbol = kernel_symbol(spec);
   auto kernel = std::make_shared<CompiledKernel>();
   std::string ir;
-  const std::string tiling = describe(spec, *kernel, &ir);
+  const std::string tiling = describe(spec, *kernel, &ir, choice);
   LlvmJit::CompileOptions jit_options;
   jit_options.dump_dir = impl_->options.dump_dir;
   if (!jit_options.dump_dir.empty()) {
@@ -151,22 +167,97 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spe
     if (!out) fail(ErrorCode::Io, "llvm backend: cannot write the dump '", path, "'");
   }
   adopt(*kernel, impl_->jit->compile(ir, symbol, jit_options));
+  if (!choice.empty()) kernel->object = std::string(kTilingTag) + choice.str() + "\n" + kernel->object;
   kernel->compile_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
   return kernel;
+}
+
+std::shared_ptr<CompiledKernel> LlvmBackend::compile_tuned(const KernelSpec& spec) const {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<TilingChoice> candidates = tiling_candidates(spec, impl_->vector_floats);
+  std::shared_ptr<CompiledKernel> best;
+  double best_s = 0, rules_s = 0;
+  bool best_is_rules = false;
+  std::string all;  // every candidate's time, for the dump
+  for (const TilingChoice& choice : candidates) {
+    std::shared_ptr<CompiledKernel> k = compile_tiling(spec, choice);
+    if (candidates.size() == 1) return k;
+    ScratchOperands scratch(*k);
+    const double s = makespan(task_seconds(*k, scratch.buffers()), impl_->options.tune_threads);
+    char timed[96];
+    std::snprintf(timed, sizeof timed, "%s%s %.3f ms (%" PRId64 " tasks)", all.empty() ? "" : "; ", choice.str().c_str(),
+                  s * 1e3, k->tasks);
+    all += timed;
+    if (choice.empty()) rules_s = s;
+    // Another tiling replaces the rules' (the first) only when clearly faster: within
+    // kTuneMargin the two are the same to these timings, and the rules' is the known one.
+    if (!best || s < (best_is_rules ? best_s * (1.0 - kTuneMargin) : best_s)) {
+      best = std::move(k);
+      best_s = s;
+      best_is_rules = choice.empty();
+    }
+  }
+  // The dump of the kernel kept: its own spec and tiling again (each candidate overwrote it).
+  if (!impl_->options.dump_dir.empty()) best = compile_tiling(spec, TilingChoice::parse(tuned_choice(*best)).value());
+  char line[160];
+  std::snprintf(line, sizeof line, "tuned: %s %.3f ms, the rules' %.3f ms, %zu tilings timed",
+                tuned_choice(*best).c_str(), best_s * 1e3, rules_s * 1e3, candidates.size());
+  best->tuning = line;
+  if (!impl_->options.dump_dir.empty()) {
+    const std::string path = impl_->options.dump_dir + "/" + kernel_symbol(spec) + ".spec";
+    std::ofstream out(path, std::ios::app);
+    out << best->tuning << "\ntimed: " << all << "\n";
+    if (!out) fail(ErrorCode::Io, "llvm backend: cannot write the dump '", path, "'");
+  }
+  best->compile_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  return best;
+}
+
+std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spec) {
+  std::string why;
+  if (impl_->options.tune && spec.kind == KernelKind::Contraction && supports(spec, &why)) return compile_tuned(spec);
+  return compile_tiling(spec, {});
 }
 
 std::shared_ptr<const CompiledKernel> LlvmBackend::load(const KernelSpec& spec, const std::string& object) {
   const auto start = std::chrono::steady_clock::now();
   auto kernel = std::make_shared<CompiledKernel>();
-  describe(spec, *kernel, nullptr);
-  adopt(*kernel, impl_->jit->load(object, kernel_symbol(spec)));
+  TilingChoice choice;
+  std::string_view code = object;
+  if (code.substr(0, kTilingTag.size()) == kTilingTag) {
+    const size_t eol = code.find('\n');
+    const std::optional<TilingChoice> parsed =
+        eol == std::string_view::npos ? std::nullopt
+                                      : TilingChoice::parse(code.substr(kTilingTag.size(), eol - kTilingTag.size()));
+    if (!parsed || spec.kind != KernelKind::Contraction)
+      fail(ErrorCode::CompileFailed, "llvm backend: kernel '", spec.name, "': a stored tiling that does not read (",
+           std::string(code.substr(0, std::min<size_t>(eol, 80))), ")");
+    choice = *parsed;
+    code.remove_prefix(eol + 1);
+  }
+  describe(spec, *kernel, nullptr, choice);
+  adopt(*kernel, impl_->jit->load(std::string(code), kernel_symbol(spec)));
+  kernel->object = object;
+  kernel->code_bytes = int64_t(object.size());
+  if (!choice.empty()) kernel->tuning = "tuned: " + choice.str() + " (stored)";
   kernel->compile_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
   return kernel;
 }
 
-std::string LlvmBackend::compiler_version() const { return "llvm-" + LlvmJit::llvm_version(); }
+std::string tuned_choice(const CompiledKernel& kernel) {
+  const std::string& o = kernel.object;
+  if (o.compare(0, kTilingTag.size(), kTilingTag) != 0) return "rules";
+  const size_t eol = o.find('\n');
+  return o.substr(kTilingTag.size(), eol == std::string::npos ? std::string::npos : eol - kTilingTag.size());
+}
+
+std::string LlvmBackend::compiler_version() const {
+  const std::string v = "llvm-" + LlvmJit::llvm_version();
+  return impl_->options.tune ? v + " tuned" : v;
+}
 
 std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
   auto impl = std::make_unique<LlvmBackend::Impl>();
@@ -181,6 +272,8 @@ std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
 std::unique_ptr<JitBackend> make_llvm_jit(const BackendOptions& options) {
   LlvmBackend::Options o;
   o.dump_dir = options.dump_dir;
+  o.tune = options.tune;
+  o.tune_threads = std::max(1, options.tune_threads);
   return make_llvm_backend(std::move(o));
 }
 

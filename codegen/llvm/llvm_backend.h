@@ -15,6 +15,7 @@
 
 #include "codegen/compiled_kernel.h"
 #include "codegen/kernel_spec.h"
+#include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/llvm_jit.h"
 
 namespace fusor {
@@ -28,6 +29,14 @@ class LlvmBackend final : public JitBackend {
     /// When not empty: an existing folder that receives, per kernel, <symbol>.spec (the
     /// spec's str()), <symbol>.ll (optimized IR) and <symbol>.s (host assembly).
     std::string dump_dir;
+    /// Time a few tilings of each contraction and keep the fastest (Note [Tuned tilings],
+    /// emit_contraction.cpp): a compile then takes several times as long, once per kernel
+    /// and machine (the choice is stored with the object). The compiler string says so,
+    /// so tuned and rule kernels have different keys.
+    bool tune = false;
+    /// The threads the timed kernels will run on (the makespan of their tasks is compared;
+    /// not part of the key: a kernel tuned for one count serves the others).
+    int tune_threads = 1;
   };
 
   ~LlvmBackend() override;
@@ -42,6 +51,10 @@ class LlvmBackend final : public JitBackend {
   /// Error(CompileFailed) with LLVM's message and the IR when LLVM rejects it, Error(Io)
   /// when a dump cannot be written.
   std::shared_ptr<const CompiledKernel> compile(const KernelSpec& spec) override;
+  /// Compiles a contraction `spec` in `choice`'s tiling (contraction_tiling) instead of the
+  /// rules' or the tuned one; a non-empty choice is recorded in the kernel's object, which
+  /// load() reads back (Note [Tuned tilings]). Throws as compile() does.
+  std::shared_ptr<CompiledKernel> compile_tiling(const KernelSpec& spec, const TilingChoice& choice) const;
   bool can_load() const override { return true; }
   /// True on a CPU with AVX512-BF16 (Note [bf16 contractions]).
   bool computes_bf16() const override;
@@ -50,7 +63,8 @@ class LlvmBackend final : public JitBackend {
   /// without compiling. Throws Error(Unsupported) as compile() does, Error(CompileFailed)
   /// when the object is malformed or lacks the kernel.
   std::shared_ptr<const CompiledKernel> load(const KernelSpec& spec, const std::string& object) override;
-  /// The code generator's version ("llvm-16.0.6"), part of persisted kernels' keys.
+  /// The code generator's version ("llvm-16.0.6"; "llvm-16.0.6 tuned" when tuning), part of
+  /// persisted kernels' keys.
   std::string compiler_version() const override;
   /// The JIT's target (triple, CPU, features).
   std::string target_description() const override;
@@ -60,7 +74,10 @@ class LlvmBackend final : public JitBackend {
   struct Impl;  // defined in the .cpp
 
  private:
-  std::string describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir) const;
+  std::string describe(const KernelSpec& spec, CompiledKernel& kernel, std::string* ir,
+                       const TilingChoice& choice = {}) const;
+  // Compiles each of the spec's candidate tilings, times them, keeps the fastest.
+  std::shared_ptr<CompiledKernel> compile_tuned(const KernelSpec& spec) const;
   friend std::unique_ptr<LlvmBackend> make_llvm_backend(Options options);
   explicit LlvmBackend(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
@@ -69,6 +86,10 @@ class LlvmBackend final : public JitBackend {
 /// Whether the llvm backend takes `spec` (dispatching on its kind); when not, *why (if
 /// given) says why. Needs no LLVM: it answers the same in a build without it.
 bool llvm_supports(const KernelSpec& spec, std::string* why);
+
+/// The tiling a kernel of this backend was compiled with: its stored choice's str()
+/// ("mr=6 nv=4"), or "rules" (Note [Tuned tilings]).
+std::string tuned_choice(const CompiledKernel& kernel);
 
 /// The llvm backend for the host CPU. Throws Error(DeviceUnavailable) with the reason when
 /// LLVM is not built in (or the host target cannot be initialized).

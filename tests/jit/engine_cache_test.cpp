@@ -111,6 +111,37 @@ TEST_SUITE("jit/cache") {
     CHECK(e->stats().kernels_compiled == 3);
   }
 
+  TEST_CASE("tuned kernels are timed once: a restart loads them with their tilings, apart from the rules' kernels") {
+    test::TempDir dir("engine-tuned");
+    Graph g = parse_graph(kGraph);
+    EngineOptions tuned;
+    tuned.tune = true;
+    TensorMap first;
+    {
+      auto e = engine_in(dir.file("store"), nullptr, tuned);
+      if (!e) return;
+      first = e->run(g, input(70));
+      check_close(first, reference(g, 70));
+      CHECK(e->stats().kernels_compiled == 3);
+      CHECK(e->stats().disk_writes == 3);
+    }
+    {
+      auto e = engine_in(dir.file("store"), nullptr, tuned);  // "after a restart"
+      TensorMap again = e->run(g, input(70));
+      CHECK(e->stats().kernels_compiled == 0);
+      CHECK(e->stats().disk_hits == 3);
+      // The same tiling, so the same floats (and any tiling computes the rules' floats).
+      for (const auto& [name, t] : first) FUSOR_CHECK_CLOSE(again.at(name), t, 0, 0);
+    }
+    // An engine that does not tune has its own keys: it compiles (the rules' tilings), and
+    // computes the same floats.
+    auto e = engine_in(dir.file("store"));
+    TensorMap plain = e->run(g, input(70));
+    CHECK(e->stats().kernels_compiled == 3);
+    CHECK(e->stats().disk_hits == 0);
+    for (const auto& [name, t] : first) FUSOR_CHECK_CLOSE(plain.at(name), t, 0, 0);
+  }
+
   TEST_CASE("corrupt store entries are warned about and rebuilt") {
     test::TempDir dir("engine-corrupt");
     Graph g = parse_graph(kGraph);

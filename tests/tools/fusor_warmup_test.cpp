@@ -120,6 +120,33 @@ TEST_SUITE("tools/fusor warmup") {
     CHECK(has(text.out, "(0 new kernels, 1 from the store)"));
   }
 
+  TEST_CASE("--tune warms tuned kernels one shape at a time; a tuned run then compiles nothing, an untuned one does") {
+    TempDir dir("warmup-tune");
+    std::string graph = write(dir, "tiny", kTinyGraph), store = dir.file("store");
+    CommandResult first = fusor_tool("warmup " + graph + " --dim B=1 --dim T=40,70 --tune --json --cache-dir " + store);
+    INFO(first.out);
+    if (!llvm_available(first)) return;
+    REQUIRE(first.code == 0);
+    CHECK(json_int(first.out, "jobs") == 1);  // tuning times kernels: no shapes side by side
+    CHECK(json_int(first.out, "kernels_compiled") == 2);
+    CommandResult run = fusor_tool("run " + graph + " --dim B=1 --dim T=70 --backend llvm --threads 1 --tune --stats --json "
+                                   "--cache-dir " + store);
+    INFO(run.out);
+    REQUIRE(run.code == 0);
+    CHECK(json_int(run.out, "compiles") == 0);
+    CHECK(json_int(run.out, "disk_hits") == 1);
+    CommandResult plain = fusor_tool("run " + graph + " --dim B=1 --dim T=70 --backend llvm --threads 1 --stats --json "
+                                     "--cache-dir " + store);
+    INFO(plain.out);
+    REQUIRE(plain.code == 0);
+    CHECK(json_int(plain.out, "compiles") == 1);
+    auto checksum = [](const std::string& out) { return out.substr(out.find("\"sum\": "), 40); };
+    CHECK(checksum(plain.out) == checksum(run.out));  // any tiling computes the same floats
+    CommandResult bad = fusor_tool("warmup " + graph + " --dim B=1 --dim T=4 --tune --backend asmjit --cache-dir " + store);
+    CHECK(bad.code == 2);
+    CHECK(has(bad.out, "--tune is for --backend llvm"));
+  }
+
   TEST_CASE("ranges and lists expand to their cartesian product in order") {
     TempDir dir("warmup-product");
     std::string graph = write(dir, "tiny", kTinyGraph);

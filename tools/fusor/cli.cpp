@@ -225,6 +225,14 @@ void apply_verify_flag(const Args& args, EngineOptions* options) {
   }
 }
 
+void apply_tune_flag(const Args& args, EngineOptions* options) {
+  if (!args.has("--tune")) return;
+  if (options->backend != BackendKind::Llvm)
+    throw UsageError{"--tune is for --backend llvm (it chooses the tilings of LLVM's contractions), not " +
+                     std::string(backend_name(options->backend))};
+  options->tune = true;
+}
+
 void apply_precision_flag(const Args& args, EngineOptions* options) {
   if (auto p = args.get("--precision")) {
     try {

@@ -97,6 +97,13 @@ inline constexpr const char* kVerifyHelp =
     "                       serve the group unfused) or strict (exit 5 on a mismatch)\n";
 /// --precision P (fp32, bf16, auto) into options->precision; UsageError for another.
 void apply_precision_flag(const Args& args, EngineOptions* options);
+/// Sets options->tune from --tune (llvm only: UsageError on another backend).
+void apply_tune_flag(const Args& args, EngineOptions* options);
+/// The help line of --tune.
+inline constexpr const char* kTuneHelp =
+    "  --tune               (llvm) time a few tilings of each contraction on this machine and\n"
+    "                       keep the fastest; kept with the kernel in the store, so it is\n"
+    "                       timed once per machine (a contraction compiles ~5x longer)\n";
 /// The help line of --precision.
 inline constexpr const char* kPrecisionHelp =
     "  --precision P        fp32 (default), bf16 or auto: bf16 and auto run the GEMMs with\n"

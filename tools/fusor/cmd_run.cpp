@@ -53,7 +53,7 @@ const std::string kRunUsageText =
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor)\n"
     "  --no-disk-cache      compile in memory only, without the persistent store\n" +
-    std::string(kRemoteHelp) + kVerifyHelp + kPrecisionHelp +
+    std::string(kRemoteHelp) + kVerifyHelp + kPrecisionHelp + kTuneHelp +
     "  --json               print one JSON object instead of text\n"
     "  --help               this text\n";
 }  // namespace
@@ -92,7 +92,7 @@ double median(std::vector<double> v) {
 int cmd_run(int argc, char** argv) {
   std::vector<std::string> valued{"--dim",  "--input", "--seed",         "--backend", "--threads", "--repeat",
                                    "--save", "--dump",  "--symbolic-dim", "--int-high", "--verify", "--precision"};
-  std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile", "--background-compile", "--tiering"};
+  std::vector<std::string> switches{"--json", "--no-fuse", "--stats", "--profile", "--background-compile", "--tiering", "--tune"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
   switches.insert(switches.end(), kCacheSwitches.begin(), kCacheSwitches.end());
   Args args = Args::parse(argc, argv, 2, valued, switches);
@@ -109,6 +109,7 @@ int cmd_run(int argc, char** argv) {
   options.symbolic_dim = args.get("--symbolic-dim").value_or("");
   apply_verify_flag(args, &options);
   apply_precision_flag(args, &options);
+  apply_tune_flag(args, &options);
   if (auto dir = args.get("--dump")) {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);

@@ -51,14 +51,16 @@ const std::string kWarmupUsageText =
     "                       NAME=SIZE then binds the dims the lines leave out.\n"
     "\n"
     "options:\n"
-    "  --jobs N             shapes compiled at once (default: one per core)\n"
+    "  --jobs N             shapes compiled at once (default: one per core; 1 with --tune,\n"
+    "                       whose timings would disturb each other)\n"
     "  --threads N          kernel threads of the engine (default 1)\n" +
     backend_usage(BackendKind::Llvm, true) +
     "  --cache-dir DIR      the persistent kernel store (default: $FUSOR_CACHE_DIR, else\n"
     "                       ~/.cache/fusor); created if missing\n" +
     std::string(kRemoteHelp) + kVerifyHelp + kPrecisionHelp +
     "                       (on seeded random inputs, once per shape; each kernel that\n"
-    "                       passes is kept as passed in the store: not checked again)\n"
+    "                       passes is kept as passed in the store: not checked again)\n" +
+    kTuneHelp +
     "  --json               print the summary as one JSON object: graph, backend, shapes,\n"
     "                       jobs, threads, seconds, kernels_compiled, disk_hits,\n"
     "                       kernel_hits, compile_ms, store_dir, store_entries,\n"
@@ -293,7 +295,7 @@ int remote_filled(const EngineStats& before, const EngineStats& after) {
 int cmd_warmup(int argc, char** argv) {
   std::vector<std::string> valued{"--dim", "--shapes", "--jobs", "--threads", "--backend", "--verify", "--precision"};
   valued.insert(valued.end(), kCacheValued.begin(), kCacheValued.end());
-  Args args = Args::parse(argc, argv, 2, valued, {"--json", "--quiet"});
+  Args args = Args::parse(argc, argv, 2, valued, {"--json", "--quiet", "--tune"});
   if (args.positional.size() != 1) throw UsageError{"expected exactly one GRAPH file (a text graph or an ONNX model)"};
 
   EngineOptions options;
@@ -306,8 +308,11 @@ int cmd_warmup(int argc, char** argv) {
   apply_cache_flags(args, &options);
   apply_verify_flag(args, &options);
   apply_precision_flag(args, &options);
+  apply_tune_flag(args, &options);
   const int64_t max_jobs = 1024;
-  int64_t jobs = args.get_int("--jobs", int64_t(std::max(1u, std::thread::hardware_concurrency())), 1, max_jobs);
+  // Tuning times kernels: shapes compiled side by side would disturb each other's timings.
+  const int64_t default_jobs = options.tune ? 1 : int64_t(std::max(1u, std::thread::hardware_concurrency()));
+  int64_t jobs = args.get_int("--jobs", default_jobs, 1, max_jobs);
   const bool json = args.has("--json");
   std::vector<WarmShape> shapes = shapes_from_args(args);  // usage errors before reading the graph
 
