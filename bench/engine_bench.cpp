@@ -64,6 +64,22 @@ void bf16_case(benchmark::State& state, const BenchCase& c, int threads) {
   run_with(state, c, o);
 }
 
+// The cases with GEMMs (1x1 convolutions included) or convolutions: those bf16 and tuning change.
+bool has_contractions(const BenchCase& c) {
+  for (const char* prefix : {"matmul_bias", "bert_layer_seq", "conv1x1", "conv3x3", "resnet_bottleneck"})
+    if (c.name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+// A case with contractions on llvm with tuned tilings (Note [Tuned tilings]), named
+// <case>/llvm_tuned/t<threads>: the tiling of each contraction timed on this machine at the
+// case's thread count, before the timed runs.
+void tuned_case(benchmark::State& state, const BenchCase& c, int threads) {
+  EngineOptions o{.backend = BackendKind::Llvm, .num_threads = threads, .disk_cache = false};
+  o.tune = true;
+  run_with(state, c, o);
+}
+
 // Symbolic vs exact kernels (Note [Symbolic kernels]) on a BERT-layer case: the llvm engine
 // with its exact kernels, or kept on the symbolic ones (symbolic_dim T, specialize off:
 // GEMMs and LayerNorms symbolic, attention on the static kernels).
@@ -247,11 +263,16 @@ void register_all() {
     benchmark::AddCustomContext("llvm_bf16", "not run: this CPU has no AVX512-BF16 (" + host_bf16().str() + ")");
   if (llvm && host_bf16().avx512_bf16)
     for (const BenchCase& c : bench_cases())
-      if (c.name.rfind("matmul_bias", 0) == 0 || c.name.rfind("bert_layer_seq", 0) == 0 ||
-          c.name.rfind("conv1x1", 0) == 0 || c.name.rfind("conv3x3", 0) == 0 ||
-          c.name.rfind("resnet_bottleneck", 0) == 0)
+      if (has_contractions(c))
         for (int t : {1, 2})
           benchmark::RegisterBenchmark((c.name + "/llvm_bf16/t" + std::to_string(t)).c_str(), bf16_case, c, t)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
+  // Tuned variants of the cases with contractions.
+  if (llvm)
+    for (const BenchCase& c : bench_cases())
+      if (has_contractions(c))
+        for (int t : {1, 2})
+          benchmark::RegisterBenchmark((c.name + "/llvm_tuned/t" + std::to_string(t)).c_str(), tuned_case, c, t)
               ->Unit(benchmark::kMillisecond)->UseRealTime();
   for (const BenchCase& c : bench_cases())
     for (BackendKind backend : backends)

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include <unistd.h>
+
 #include "codegen/index_math.h"
 #include "codegen/llvm/emit_expr.h"
 #include "codegen/llvm/emit_tile.h"
@@ -46,6 +48,14 @@ namespace fusor {
 // while the rows stream past), tiles otherwise. Tile sizes minimize the work wasted on edge
 // tiles plus a per-step overhead, within the registers: MR*NV <= 24 of AVX-512's 32
 // registers, <= 12 of AVX2's 16.
+// With panels outer, every panel re-reads the task's rows of A (f32, in place); they stay in
+// the core's L2 only when they fit beside the panels streaming through, so a task takes no
+// more rows than fill half of it (host_l2_bytes(), which joins the kernel key through the
+// target description). FF2 of a BERT layer at seq 128 (128 x 3072 by 3072 x 768) read 1.5
+// MB of A per panel from L3 on a core of 1 MiB; 64 rows a task fit. The BERT layer at seq
+// 128 on a 2-vCPU Zen 5, `fusor run --repeat 40` medians, three interleaved rounds: one
+// thread 10.2-10.5 -> 9.6-9.8 ms, two threads 5.2-5.9 -> 4.7-5.5 ms; seq 384 within noise.
+// These rules are the default; a tuned compile times their neighbours (Note [Tuned tilings]).
 //
 // Weights (a constant B, packed) are read once per call from L3 or memory when the
 // activations are few (short sequences): the micro-kernel prefetches the panel
@@ -280,6 +290,12 @@ bool check(const KernelSpec& spec, std::string* why) {
 
 }  // namespace
 
+int64_t host_l2_bytes() {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 <= 0) return kDefaultL2Bytes;
+  return std::clamp<int64_t>(l2, int64_t(256) << 10, int64_t(8) << 20);
+}
+
 std::string ContractionTiling::str() const {
   std::ostringstream os;
   os << "tiling: mr=" << mr << " nr=" << nr << " (" << nv << " x " << vl << " floats) tiles=" << m_tiles
@@ -289,14 +305,18 @@ std::string ContractionTiling::str() const {
   else
     os << " tasks=" << tasks();
   os
-     << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "") << (bf16 ? " bf16" : "")
+     << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "") << (bf16 ? " bf16" : "");
+  if (prepack && !winograd)
+    os << " prefetch=" << prefetch_floats << (prefetch_to_l2 ? "-l2" : "-l1") << (next_panel ? "+next" : "");
+  os
      << (conv_rows ? (winograd ? " conv-winograd-2x2" : direct ? (flat ? " conv-direct-flat" : " conv-direct") : " conv-packed") : "");
   return os.str();
 }
 
 bool contraction_supports(const KernelSpec& spec, std::string* why) { return check(spec, why); }
 
-ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice) {
+ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice,
+                                     int64_t l2_bytes) {
   std::string why;
   std::optional<Form> f = make_form(spec, &why);
   FUSOR_ASSERT(f, "contraction_tiling: ", why);
@@ -382,6 +402,14 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
       t.tiles_per_chunk = std::max<int64_t>(1, kBf16TaskABytes / tile_pairs_bytes);
   };
   bound_bf16_rows();
+  // f32 with panels outer: every panel re-reads the task's rows of A, which stay in the core's
+  // L2 only if they fit beside the panels streaming through: a task takes no more rows than
+  // fill half of it (Note [Contraction kernels]).
+  if (!c.bf16 && t.panel_outer && !f->conv) {
+    const int64_t tile_bytes = t.mr * f->k * 4;
+    if (t.tiles_per_chunk * tile_bytes > l2_bytes / 2)
+      t.tiles_per_chunk = std::max<int64_t>(1, (l2_bytes / 2) / tile_bytes);
+  }
   // Enough tasks to balance a few cores, split along the outer loop first: the operand it
   // walks is the one streamed (panels outer: B, the larger, e.g. the weights of a short
   // sequence or a convolution's image), so each task streams its own part of it once and
@@ -404,6 +432,16 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   if (choice.tiles_per_chunk > 0) t.tiles_per_chunk = std::min(choice.tiles_per_chunk, t.m_tiles);
   if (choice.panels_per_chunk > 0) t.panels_per_chunk = std::min(choice.panels_per_chunk, t.panels);
   bound_bf16_rows();
+  // The prepacked panel's prefetch (Note [Contraction kernels]): twice as far and into L2 for
+  // few rows, else near into L1 with the next panel's share per tile when panels are outer.
+  if (t.prepack && !t.direct) {  // (a direct convolution reads its image in place)
+    const bool far = !spec.symbolic && f->m <= kFarPrefetchRows;
+    t.prefetch_floats = far ? 2 * kPrefetchFloats : kPrefetchFloats;
+    t.prefetch_to_l2 = far;
+    if (choice.prefetch >= 0) t.prefetch_floats = std::min<int64_t>(choice.prefetch, 16 * kPrefetchFloats);
+    if (choice.prefetch_l2 >= 0) t.prefetch_to_l2 = choice.prefetch_l2 == 1;
+    t.next_panel = !f->conv && t.panel_outer && !t.prefetch_to_l2;
+  }
   // Chunks as even as uniform chunks can be (16 panels in 4 + 4 + 4 + 4, not 5 + 5 + 5 + 1).
   t.panels_per_chunk = ceil_div(t.panels, ceil_div(t.panels, t.panels_per_chunk));
   t.tiles_per_chunk = ceil_div(t.m_tiles, ceil_div(t.m_tiles, t.tiles_per_chunk));
@@ -453,7 +491,15 @@ std::string TilingChoice::str() const {
     os << sep << "tiles=" << tiles_per_chunk;
     sep = " ";
   }
-  if (panels_per_chunk > 0) os << sep << "panels=" << panels_per_chunk;
+  if (panels_per_chunk > 0) {
+    os << sep << "panels=" << panels_per_chunk;
+    sep = " ";
+  }
+  if (prefetch >= 0) {
+    os << sep << "prefetch=" << prefetch;
+    sep = " ";
+  }
+  if (prefetch_l2 >= 0) os << sep << "l2=" << prefetch_l2;
   return os.str();
 }
 
@@ -483,6 +529,10 @@ std::optional<TilingChoice> TilingChoice::parse(std::string_view text) {
       c.tiles_per_chunk = v;
     } else if (name == "panels" && v >= 1 && c.panels_per_chunk == 0) {
       c.panels_per_chunk = v;
+    } else if (name == "prefetch" && c.prefetch < 0) {
+      c.prefetch = v;
+    } else if (name == "l2" && v <= 1 && c.prefetch_l2 < 0) {
+      c.prefetch_l2 = int(v);
     } else {
       return std::nullopt;
     }
@@ -498,19 +548,20 @@ namespace {
 constexpr double kTuneTileCost = 1.25;
 }  // namespace
 
-std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats) {
+std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats, int64_t l2_bytes) {
   std::vector<TilingChoice> out{TilingChoice{}};
   std::string why;
   const std::optional<Form> f = make_form(spec, &why);
   if (!f || spec.symbolic) return out;
-  const ContractionTiling rules = contraction_tiling(spec, vector_floats);
+  const ContractionTiling rules = contraction_tiling(spec, vector_floats, {}, l2_bytes);
   if (rules.winograd) return out;
   std::vector<ContractionTiling> seen{rules};
   auto add = [&](const TilingChoice& c) {
-    const ContractionTiling t = contraction_tiling(spec, vector_floats, c);
+    const ContractionTiling t = contraction_tiling(spec, vector_floats, c, l2_bytes);
     for (const ContractionTiling& s : seen)  // the same kernel under another name
       if (s.mr == t.mr && s.nv == t.nv && s.panel_outer == t.panel_outer && s.tiles_per_chunk == t.tiles_per_chunk &&
-          s.panels_per_chunk == t.panels_per_chunk)
+          s.panels_per_chunk == t.panels_per_chunk && s.prefetch_floats == t.prefetch_floats &&
+          s.prefetch_to_l2 == t.prefetch_to_l2 && s.next_panel == t.next_panel)
         return;
     seen.push_back(t);
     out.push_back(c);
@@ -539,6 +590,12 @@ std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vect
     if (rules.panels_per_chunk > 1) add(TilingChoice{.panels_per_chunk = ceil_div(rules.panels_per_chunk, 2)});
     if (rules.tiles_per_chunk > 1) add(TilingChoice{.tiles_per_chunk = ceil_div(rules.tiles_per_chunk, 2)});
     if (rules.tiles_per_chunk < rules.m_tiles) add(TilingChoice{.tiles_per_chunk = 2 * rules.tiles_per_chunk});
+  }
+  // The packed panel's prefetch: half and twice as far, and into the other cache.
+  if (rules.prepack && !rules.direct) {
+    add(TilingChoice{.prefetch = rules.prefetch_floats / 2});
+    add(TilingChoice{.prefetch = rules.prefetch_floats * 2});
+    add(TilingChoice{.prefetch_l2 = rules.prefetch_to_l2 ? 0 : 1});
   }
   return out;
 }
@@ -583,11 +640,10 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     br.step = nr;
     br.bf16 = c.bf16;
     if (t.prepack) {
-      const bool far = !spec.symbolic && f.m <= kFarPrefetchRows;
-      br.prefetch_floats = far ? 2 * kPrefetchFloats : kPrefetchFloats;
-      br.prefetch_to_l2 = far;
+      br.prefetch_floats = t.prefetch_floats;
+      br.prefetch_to_l2 = t.prefetch_to_l2;
       // Panels outer: the task's tiles share the next panel's lines between them.
-      if (!f.conv && t.panel_outer && !far) br.next_lines = ceil_div(ceil_div(ksteps * nr, kLineFloats), t.tiles_per_chunk);
+      if (t.next_panel) br.next_lines = ceil_div(ceil_div(ksteps * nr, kLineFloats), t.tiles_per_chunk);
     }
   }
   std::vector<TileAccess> epi_strides;

@@ -38,6 +38,12 @@ struct ContractionTiling {
   int64_t tiles_per_chunk = 0;  ///< tiles of one task
   int64_t panels_per_chunk = 0; ///< panels of one task
   int64_t m_chunks = 0, n_chunks = 0;
+  /// A prepacked B (not Winograd's, not a direct convolution's): how far ahead the micro-kernel prefetches the packed
+  /// panel, in floats (0: no prefetch), into L2 (prefetcht1) or L1, and whether each tile
+  /// also prefetches its share of the task's next panel (Note [Contraction kernels]).
+  int64_t prefetch_floats = 0;
+  bool prefetch_to_l2 = false;
+  bool next_panel = false;
   bool symbolic = false;        ///< m is read at run time: m_tiles and m_chunks are those of
                                 ///< kSymbolicTypicalM, the kernel computes the run's
   /// Tasks of the kernel: batches x n_chunks x m_chunks.
@@ -54,9 +60,15 @@ struct TilingChoice {
   int panel_outer = -1;               ///< 1 panels outer, 0 tiles outer (GEMMs with a prepacked B only)
   int64_t tiles_per_chunk = 0;        ///< tiles of one task
   int64_t panels_per_chunk = 0;       ///< panels of one task
-  bool empty() const { return mr == 0 && nv == 0 && panel_outer < 0 && tiles_per_chunk == 0 && panels_per_chunk == 0; }
+  int64_t prefetch = -1;              ///< floats ahead the packed panel is prefetched (0: none)
+  int prefetch_l2 = -1;               ///< 1 into L2, 0 into L1 (with the next panel's prefetch)
+  bool empty() const {
+    return mr == 0 && nv == 0 && panel_outer < 0 && tiles_per_chunk == 0 && panels_per_chunk == 0 && prefetch < 0 &&
+           prefetch_l2 < 0;
+  }
   bool operator==(const TilingChoice&) const = default;
-  /// "mr=6 nv=4 outer=1 tiles=3 panels=2", the fields set; "rules" when empty.
+  /// "mr=6 nv=4 outer=1 tiles=3 panels=2 prefetch=2048 l2=1", the fields set; "rules" when
+  /// empty.
   std::string str() const;
   /// The choice str() wrote; nullopt for anything else (a field out of range included).
   static std::optional<TilingChoice> parse(std::string_view text);
@@ -77,18 +89,28 @@ inline constexpr int64_t kSymbolicTypicalM = 128;
 /// the tile loops cannot address, scratch beyond the stack budget, a malformed epilogue.
 bool contraction_supports(const KernelSpec& spec, std::string* why);
 
+/// A core's L2 where the host does not say (host_l2_bytes): the Zen 4 and Zen 5 cores'.
+inline constexpr int64_t kDefaultL2Bytes = int64_t(1) << 20;
+
+/// The L2 cache of one core of the host, in bytes, as the C library reads it (cpuid),
+/// within [256 KiB, 8 MiB]; kDefaultL2Bytes when it cannot tell.
+int64_t host_l2_bytes();
+
 /// The blocking for `spec` on a target whose vectors hold `vector_floats` floats (16 with
-/// AVX-512, 8 with AVX2): the rules', with `choice`'s fields in place of theirs where they
+/// AVX-512, 8 with AVX2) and whose cores have `l2_bytes` of L2: the rules', with `choice`'s fields in place of theirs where they
 /// apply (a tile beyond the registers, or an orientation the form does not allow, keeps the
 /// rules'; chunks are clamped to the tiles and panels there are). Deterministic: a kernel
 /// loaded with its stored choice gets the tiling it was compiled with.
-ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice = {});
+ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice = {},
+                                     int64_t l2_bytes = kDefaultL2Bytes);
 
 /// The tilings a tuned compile times for `spec` (Note [Tuned tilings]): the rules' first
-/// (empty), then the runners-up of the tile's cost model, the other loop order, and the
-/// rules' blocking with half and twice the tiles or panels per task. Only the rules' for a
+/// (empty), then the runners-up of the tile's cost model, the other loop order, the rules'
+/// blocking with half and twice the tiles or panels per task, and for a prepacked B the
+/// prefetch at half and twice its distance and into the other cache. Only the rules' for a
 /// symbolic kernel or a Winograd convolution.
-std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats);
+std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats,
+                                           int64_t l2_bytes = kDefaultL2Bytes);
 
 /// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` over
 /// [0, t.tasks()). When t.prepack, buffers[spec.contraction.b.buffer] must hold that operand

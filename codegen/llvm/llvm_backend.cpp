@@ -25,6 +25,7 @@ struct LlvmBackend::Impl {
   std::unique_ptr<LlvmJit> jit;
   int64_t vector_floats = 8;  // floats per vector register: 16 with AVX-512, else 8 (AVX2)
   bool bf16 = false;          // the target has AVX512-BF16 (ContractionSpec::bf16)
+  int64_t l2_bytes = kDefaultL2Bytes;  // a core's L2 (contraction_tiling)
 };
 
 LlvmBackend::LlvmBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -51,7 +52,10 @@ bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const {
 
 bool LlvmBackend::computes_bf16() const { return impl_->bf16; }
 
-std::string LlvmBackend::target_description() const { return impl_->jit->target_description(); }
+std::string LlvmBackend::target_description() const {
+  // The L2 size chooses tilings (contraction_tiling), so kernels of other sizes are others.
+  return impl_->jit->target_description() + ",l2=" + std::to_string(impl_->l2_bytes);
+}
 
 const LlvmBackend::Options& LlvmBackend::options() const { return impl_->options; }
 
@@ -99,7 +103,7 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       }
       break;
     case KernelKind::Contraction: {
-      const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats, choice);
+      const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats, choice, impl_->l2_bytes);
       if (ir) *ir = emit_contraction_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
       if (t.symbolic) {
@@ -175,7 +179,7 @@ std::shared_ptr<CompiledKernel> LlvmBackend::compile_tiling(const KernelSpec& sp
 
 std::shared_ptr<CompiledKernel> LlvmBackend::compile_tuned(const KernelSpec& spec) const {
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<TilingChoice> candidates = tiling_candidates(spec, impl_->vector_floats);
+  const std::vector<TilingChoice> candidates = tiling_candidates(spec, impl_->vector_floats, impl_->l2_bytes);
   std::shared_ptr<CompiledKernel> best;
   double best_s = 0, rules_s = 0;
   bool best_is_rules = false;
@@ -266,6 +270,7 @@ std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
   const std::string target = impl->jit->target_description() + ",";
   if (target.find("+avx512f,") != std::string::npos) impl->vector_floats = 16;
   impl->bf16 = impl->vector_floats == 16 && target.find("+avx512bf16,") != std::string::npos;
+  impl->l2_bytes = host_l2_bytes();
   return std::unique_ptr<LlvmBackend>(new LlvmBackend(std::move(impl)));
 }
 

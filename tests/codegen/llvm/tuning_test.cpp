@@ -87,7 +87,9 @@ TEST_SUITE("llvm/tuning") {
   TEST_CASE("a tiling choice reads back what it wrote, and nothing malformed") {
     for (const TilingChoice& c : {TilingChoice{}, TilingChoice{.mr = 6, .nv = 4}, TilingChoice{.panel_outer = 0},
                                   TilingChoice{.tiles_per_chunk = 3}, TilingChoice{.panels_per_chunk = 12},
-                                  TilingChoice{.mr = 14, .nv = 1, .panel_outer = 1, .tiles_per_chunk = 2, .panels_per_chunk = 9}}) {
+                                  TilingChoice{.prefetch = 0}, TilingChoice{.prefetch = 2048, .prefetch_l2 = 1},
+                                  TilingChoice{.mr = 14, .nv = 1, .panel_outer = 1, .tiles_per_chunk = 2, .panels_per_chunk = 9,
+                                               .prefetch = 512, .prefetch_l2 = 0}}) {
       CAPTURE(c.str());
       std::optional<TilingChoice> back = TilingChoice::parse(c.str());
       REQUIRE(back);
@@ -95,7 +97,7 @@ TEST_SUITE("llvm/tuning") {
     }
     CHECK(TilingChoice{}.str() == "rules");
     for (const char* bad : {"", " ", "mr=6", "nv=2", "mr=6 nv=", "mr=x nv=2", "outer=2", "tiles=0", "panels=-1",
-                            "mr=6 nv=2 mr=7", "speed=3", "mr=6  nv=2", "mr=6 nv=2 ", "tiles=9999999999",
+                            "mr=6 nv=2 mr=7", "speed=3", "l2=2", "prefetch=", "prefetch=1 prefetch=2", "mr=6  nv=2", "mr=6 nv=2 ", "tiles=9999999999",
                             "rules tiles=2"}) {
       CAPTURE(bad);
       CHECK_FALSE(TilingChoice::parse(bad));
@@ -124,6 +126,23 @@ TEST_SUITE("llvm/tuning") {
         if (c.name.rfind("matmul 130", 0) == 0) CHECK(cands.size() >= 3);
       }
     }
+  }
+
+  TEST_CASE("an f32 task with panels outer takes no more rows of A than fill half the core's L2") {
+    // 256 x 3072 by a constant 3072 x 768: panels outer (n >= m); a tile row of A is 12 KiB.
+    FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 256, 3072, 768), {});
+    const KernelSpec spec = test::lower_groups(f, GroupKind::Contraction).at(0);
+    for (int64_t l2 : {int64_t(256) << 10, int64_t(1) << 20, int64_t(2) << 20, int64_t(8) << 20}) {
+      CAPTURE(l2);
+      const ContractionTiling t = contraction_tiling(spec, 16, {}, l2);
+      CAPTURE(t.str());
+      REQUIRE(t.panel_outer);
+      const int64_t a_bytes = t.tiles_per_chunk * t.mr * 3072 * 4;
+      CHECK((a_bytes <= l2 / 2 || t.tiles_per_chunk == 1));
+      if (l2 == (int64_t(8) << 20)) CHECK(t.tiles_per_chunk * t.mr >= 256);  // all rows fit: split by panels only
+    }
+    CHECK(host_l2_bytes() >= (int64_t(256) << 10));
+    CHECK(host_l2_bytes() <= (int64_t(8) << 20));
   }
 
   TEST_CASE("symbolic kernels and Winograd's convolutions keep the rules' tiling") {
@@ -156,10 +175,10 @@ TEST_SUITE("llvm/tuning") {
         }
         const std::vector<Tensor> values = test::run_all_static(c.f, c.inputs, test::pool());
         const std::vector<Tensor> want = outputs(*be->compile_tiling(c.spec, {}), c, values);
-        for (const TilingChoice& choice : tiling_candidates(c.spec, vl)) {
+        for (const TilingChoice& choice : tiling_candidates(c.spec, vl, host_l2_bytes())) {
           CAPTURE(choice.str());
           std::shared_ptr<const CompiledKernel> k = be->compile_tiling(c.spec, choice);
-          CHECK(k->tasks == contraction_tiling(c.spec, vl, choice).tasks());
+          CHECK(k->tasks == contraction_tiling(c.spec, vl, choice, host_l2_bytes()).tasks());
           check_same(outputs(*k, c, values), want);
           ++compared;
         }
@@ -173,7 +192,7 @@ TEST_SUITE("llvm/tuning") {
     if (!be) return;
     const int64_t vl = vector_floats(*be);
     const Case c = cases()[1];  // 130 x 96 x 200: several candidates
-    const std::vector<TilingChoice> cands = tiling_candidates(c.spec, vl);
+    const std::vector<TilingChoice> cands = tiling_candidates(c.spec, vl, host_l2_bytes());
     REQUIRE(cands.size() >= 2);
     const std::vector<Tensor> values = test::run_all_static(c.f, c.inputs, test::pool());
     for (const TilingChoice& choice : cands) {
@@ -217,11 +236,11 @@ TEST_SUITE("llvm/tuning") {
     std::shared_ptr<const CompiledKernel> k = be->compile(c.spec);
     CAPTURE(k->tuning);
     CHECK(k->tuning.rfind("tuned: ", 0) == 0);
-    CHECK(k->tuning.find(std::to_string(tiling_candidates(c.spec, vector_floats(*be)).size()) + " tilings timed") !=
+    CHECK(k->tuning.find(std::to_string(tiling_candidates(c.spec, vector_floats(*be), host_l2_bytes()).size()) + " tilings timed") !=
           std::string::npos);
     const std::optional<TilingChoice> kept = TilingChoice::parse(tuned_choice(*k));
     REQUIRE(kept);
-    const std::vector<TilingChoice> cands = tiling_candidates(c.spec, vector_floats(*be));
+    const std::vector<TilingChoice> cands = tiling_candidates(c.spec, vector_floats(*be), host_l2_bytes());
     CHECK(std::find(cands.begin(), cands.end(), *kept) != cands.end());
     const std::vector<Tensor> values = test::run_all_static(c.f, c.inputs, test::pool());
     check_same(outputs(*k, c, values), outputs(*rules->compile(c.spec), c, values));
