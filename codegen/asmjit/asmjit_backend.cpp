@@ -13,6 +13,7 @@
 
 #include "codegen/asmjit/emit_expr.h"
 #include "codegen/asmjit/supports.h"
+#include "codegen/packing.h"
 #include "codegen/backends.h"
 #include "ir/error.h"
 
@@ -149,6 +150,14 @@ std::shared_ptr<const CompiledKernel> AsmjitBackend::compile(const KernelSpec& s
   kernel->fn = reinterpret_cast<CompiledKernel::Fn>(entry);
   kernel->spec = spec;
   kernel->tasks = spec.tasks;
+  if (spec.kind == KernelKind::Contraction && spec.contraction.kind == ContractionSpec::Kind::Gemm) {
+    // Tasks over rows and panels, and a constant B packed once (Note [asmjit GEMM kernels]).
+    const asmjit_emit::GemmTasks t = asmjit_emit::gemm_tasks(spec, impl_->avx512);
+    kernel->tasks = t.tasks();
+    if (t.prepack)
+      kernel->prepacks.push_back({spec.contraction.b.buffer, packed_b_floats(spec.contraction, t.nb, PackKind::Panels),
+                                  t.nb, PackKind::Panels});
+  }
   kernel->backend = "asmjit";
   kernel->symbol = symbol;
   kernel->code_bytes = int64_t(code.codeSize());

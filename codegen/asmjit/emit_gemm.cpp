@@ -4,25 +4,32 @@
 // Layer: codegen/asmjit.
 #include "codegen/asmjit/emit_expr.h"
 #include "codegen/asmjit/supports.h"
+#include "codegen/packing.h"
 
 namespace fusor::asmjit_emit {
 
 // Note [asmjit GEMM kernels]
-// out[b..., m, n] = epilogue(Σ_k A[b..., m, k] · B[b..., k, n]). One task is one batch and
-// kGemmTaskRows rows of M (KernelSpec::tasks = batches x ceil(m / 64), as lowering sets
-// it). Inside a task, the columns are walked in panels of NB = 2 vectors (32 floats with
-// AVX-512, 16 with AVX2) and each panel's rows in tiles of MR rows (6 with AVX-512's 32
-// registers, 4 with AVX2's 16). A tile's MR x 2 accumulators live in vector registers; each
-// k step loads B[k, panel] (two vectors), broadcasts A[row, k] for each row, and issues
-// MR x 2 FMAs. B's panel is first packed to the stack as k rows of NB contiguous floats
-// (masked loads, or gathers when B's columns are strided as in Q·Kᵀ) when it fits in
-// kPackBytes; the micro-kernel then reads it with unmasked vector loads, and the packing is
-// shared by the task's ceil(64 / MR) tiles. Larger panels are read in place (contiguous
-// loads, gathers for strided columns; a panel narrower than NB takes a second, masked copy
-// of the k loop). A is read in place through one pointer per row plus a shared k offset, so
-// any strides (transposes) cost nothing. Edge tiles: rows past the task's end read row 0 of
-// the tile again (valid memory, never stored); dead columns of a packed edge panel are
-// computed and never stored. A full tile with a cheap epilogue (bias, scale, residual,
+// out[b..., m, n] = epilogue(Σ_k A[b..., m, k] · B[b..., k, n]). A task is one batch, a
+// chunk of B's panels and kGemmTaskRows rows of M (gemm_tasks: rows fastest, the panels
+// split until there are 16 tasks, so a short product still spreads over the cores). Inside
+// a task, the columns are walked in panels of NB = 2 vectors (32 floats with AVX-512, 16
+// with AVX2) and each panel's rows in tiles of MR rows (6 with AVX-512's 32 registers, 4
+// with AVX2's 16). A tile's MR x 2 accumulators live in vector registers; each k step loads
+// B[k, panel] (two vectors), broadcasts A[row, k] for each row, and issues MR x 2 FMAs. A
+// constant B (weights) is packed once per plan by the runtime, [batch][panel][k][NB]
+// (codegen/packing.h, PackKind::Panels of width NB; CompiledKernel::prepacks), and read
+// with unmasked vector loads. Before, every task packed each of its panels to the stack, so
+// a product of 128 rows packed its weights twice per call, 384 rows six times: the BERT
+// layer at seq 128 on asmjit took 15.7 ms (one thread, Zen 5; FF2 5.6 ms), 10.5-11.2 ms
+// packed once (FF2 3.0 ms, as fast as LLVM's). Another B's panel is packed to the stack
+// as k rows of NB contiguous floats (masked loads, or gathers when B's columns are strided
+// as in Q·Kᵀ) when it fits in kPackBytes, shared by the task's ceil(64 / MR) tiles. Larger
+// panels are read in place (contiguous loads, gathers for strided columns; a panel narrower
+// than NB takes a second, masked copy of the k loop). A is read in place through one
+// pointer per row plus a shared k offset, so any strides (transposes) cost nothing. Edge
+// tiles: rows past the task's end read row 0 of the tile again (valid memory, never
+// stored); dead columns of a packed edge panel are computed and never stored. A full tile
+// with a cheap epilogue (bias, scale, residual,
 // ReLU: register_epilogue) then applies it to the accumulator registers and stores each
 // vector once, as oneDNN's post-op injectors do. Edge tiles and costly epilogues (GELU's
 // ~60 instructions would be copied MR x 2 times) go through a stack tile (L1) to an
@@ -85,11 +92,10 @@ class GemmEmitter {
   GemmEmitter(VecEmitter& emitter, const KernelSpec& s)
       : e(emitter), cc(emitter.cc), spec(s), c(s.contraction), conv(s.contraction.kind == ContractionSpec::Kind::Conv2d),
         rank(conv ? 0 : s.contraction.batch.size()), g(conv ? conv_geometry(c) : gemm_geometry(c)),
-        mr(emitter.avx512 ? 6 : 4), nb(2 * emitter.lanes) {}
+        mr(emitter.avx512 ? 6 : 4), nb(2 * emitter.lanes), split(conv ? GemmTasks{} : gemm_tasks(s, emitter.avx512)) {}
 
   void kernel(const x86::Gp& buffers, const x86::Gp& task_begin, const x86::Gp& task_end) {
-    const int64_t mblocks = (g.m + kGemmTaskRows - 1) / kGemmTaskRows;
-    const int64_t tasks = conv ? c.conv.n * c.conv.group : numel(c.batch) * mblocks;
+    const int64_t tasks = conv ? c.conv.n * c.conv.group : split.tasks();
     if (tasks == 0 || g.m == 0 || g.n == 0 || c.epilogue.stores.empty()) return;
     asmjit::Label done = cc.newLabel();
     x86::Gp end = e.gp(), limit = e.gp(), task = e.gp();
@@ -122,7 +128,7 @@ class GemmEmitter {
     if (conv)
       conv_task(task);
     else
-      gemm_task(task, mblocks);
+      gemm_task(task);
     cc.inc(task);
     cc.cmp(task, end);
     cc.jl(next_task);
@@ -139,13 +145,16 @@ class GemmEmitter {
   const Geometry g;
   const int64_t mr;   // tile rows
   const int64_t nb;   // panel columns (2 vectors)
+  const GemmTasks split;  // a GEMM's tasks, and whether its B is prepacked
   std::vector<x86::Gp> base;
   x86::Gp tile;
   x86::Gp pack;  // the packed B panel [k][nb] on the stack, when it fits (packs())
   x86::Vec gather_index;  // lane * B's column stride, when B's columns are strided
 
   // Whether B's panels are packed (Note [asmjit GEMM kernels]).
-  bool packs() const { return g.k > 0 && (conv || g.k * nb * 4 <= kPackBytes); }
+  bool packs() const { return g.k > 0 && (conv || (!split.prepack && g.k * nb * 4 <= kPackBytes)); }
+  // Whether B's panels come packed by the runtime (a constant GEMM B): [batch][panel][k][nb].
+  bool prepacked() const { return !conv && split.prepack; }
 
   // Copies the panel's k rows of nb columns (the live ones; gathered when B's columns are
   // strided) contiguously to `pack`.
@@ -183,15 +192,29 @@ class GemmEmitter {
     return access_pointer(e, a, base[size_t(a.buffer)], idx);
   }
 
-  // A GEMM task: one batch, kGemmTaskRows rows of M.
-  void gemm_task(const x86::Gp& task, int64_t mblocks) {
-    x86::Gp bi = e.gp(), mb = e.gp(), divisor = e.gp();
+  // A GEMM task: one batch, a chunk of panels, kGemmTaskRows rows of M (rows fastest).
+  void gemm_task(const x86::Gp& task) {
+    x86::Gp bi = e.gp(), mb = e.gp(), nc = e.gp(), divisor = e.gp();
     cc.mov(bi, task);
     cc.xor_(mb, mb);
-    cc.mov(divisor, asmjit::Imm(mblocks));
-    cc.div(mb, bi, divisor);  // bi = task / mblocks, mb = task % mblocks
+    cc.mov(divisor, asmjit::Imm(split.m_blocks));
+    cc.div(mb, bi, divisor);  // bi = task / m_blocks, mb = task % m_blocks
+    cc.xor_(nc, nc);
+    cc.mov(divisor, asmjit::Imm(split.n_chunks));
+    cc.div(nc, bi, divisor);  // bi = the batch, nc = the chunk of panels
+    x86::Gp b_batch;
+    if (prepacked()) {  // the batch's block of packed panels (one block when B does not vary)
+      b_batch = e.gp();
+      cc.mov(b_batch, base[size_t(c.b.buffer)]);
+      if (b_varies_over_batch(c)) {
+        x86::Gp t = e.gp();
+        e.mul_imm(t, bi, split.panels * g.k * nb * 4);
+        cc.add(b_batch, t);
+      }
+    }
     std::vector<x86::Gp> bidx = split_index(e, bi, c.batch);
-    x86::Gp a_batch = batch_pointer(c.a, bidx), b_batch = batch_pointer(c.b, bidx);
+    x86::Gp a_batch = batch_pointer(c.a, bidx);
+    if (!prepacked()) b_batch = batch_pointer(c.b, bidx);
     std::vector<x86::Gp> epi_batch;
     for (const StridedAccess& a : c.epilogue.accesses) epi_batch.push_back(batch_pointer(a, bidx));
 
@@ -201,7 +224,13 @@ class GemmEmitter {
     cc.add(m_end, asmjit::Imm(kGemmTaskRows));
     cc.mov(m_limit, asmjit::Imm(g.m));
     e.min_into(m_end, m_limit);
-    panels(a_batch, b_batch, epi_batch, m_begin, m_end);
+    x86::Gp n_begin = e.gp(), n_end = e.gp(), n_limit = e.gp();
+    e.mul_imm(n_begin, nc, split.panels_per_task * nb);
+    cc.mov(n_end, n_begin);
+    cc.add(n_end, asmjit::Imm(split.panels_per_task * nb));
+    cc.mov(n_limit, asmjit::Imm(g.n));
+    e.min_into(n_end, n_limit);
+    panels(a_batch, b_batch, epi_batch, m_begin, m_end, n_begin, n_end);
   }
 
   // A Conv2d task: one image and group, all its output channels and pixels.
@@ -222,27 +251,31 @@ class GemmEmitter {
     std::vector<x86::Gp> epi_batch;
     for (const StridedAccess& a : c.epilogue.accesses)
       epi_batch.push_back(access_pointer(e, a, base[size_t(a.buffer)], {ni, m_first, x86::Gp(), x86::Gp()}));
-    x86::Gp m_begin = e.gp(), m_end = e.gp();
+    x86::Gp m_begin = e.gp(), m_end = e.gp(), n_begin = e.gp(), n_end = e.gp();
     cc.xor_(m_begin, m_begin);
     cc.mov(m_end, asmjit::Imm(g.m));
-    panels(a_batch, image, epi_batch, m_begin, m_end);
+    cc.xor_(n_begin, n_begin);
+    cc.mov(n_end, asmjit::Imm(g.n));
+    panels(a_batch, image, epi_batch, m_begin, m_end, n_begin, n_end);
   }
 
-  // Rows [m_begin, m_end) of the task against every panel of nb columns. `b_batch` is B at
-  // (k 0, column 0) for a GEMM, the image at the group's first channel for a convolution.
+  // Rows [m_begin, m_end) of the task against its panels of nb columns, [n_begin, n_end)
+  // (n_begin a multiple of nb, n_end > n_begin). `b_batch` is B at (k 0, column 0) for a GEMM
+  // (its packed panels when prepacked()), the image at the group's first channel for a
+  // convolution.
   void panels(const x86::Gp& a_batch, const x86::Gp& b_batch, const std::vector<x86::Gp>& epi_batch,
-              const x86::Gp& m_begin, const x86::Gp& m_end) {
+              const x86::Gp& m_begin, const x86::Gp& m_end, const x86::Gp& n_begin, const x86::Gp& n_end) {
     x86::Gp n0 = e.gp();
-    cc.xor_(n0, n0);
+    cc.mov(n0, n_begin);
     asmjit::Label panel = cc.newLabel();
     cc.bind(panel);
     x86::Gp nw = e.gp(), n_cap = e.gp();
-    cc.mov(nw, asmjit::Imm(g.n));
+    cc.mov(nw, n_end);
     cc.sub(nw, n0);
     cc.mov(n_cap, asmjit::Imm(nb));
     e.min_into(nw, n_cap);
     x86::Gp b_panel = e.gp(), t = e.gp();
-    e.mul_imm(t, n0, g.b_n);
+    e.mul_imm(t, n0, prepacked() ? g.k * 4 : g.b_n);  // packed: panel n0 / nb of k * nb floats
     cc.lea(b_panel, x86::ptr(b_batch, t));
     // Live lanes of the panel's two vectors: clamp(nw - v*lanes, 0, lanes).
     Mask live[2];
@@ -297,7 +330,7 @@ class GemmEmitter {
     cc.bind(tiles_done);
 
     cc.add(n0, asmjit::Imm(nb));
-    cc.cmp(n0, asmjit::Imm(g.n));
+    cc.cmp(n0, n_end);
     cc.jl(panel);
   }
 
@@ -371,7 +404,7 @@ class GemmEmitter {
     std::vector<x86::Vec> acc(static_cast<size_t>(mr * 2));
     for (x86::Vec& v : acc) v = e.zero();
 
-    const bool packed = packs();
+    const bool packed = packs() || prepacked();
     if (packed) {  // B rows of nb contiguous floats, dead columns included (never stored)
       sb_k = nb * 4;
       sb_n = 4;
@@ -379,7 +412,7 @@ class GemmEmitter {
     auto k_loop = [&](bool masked) {
       if (g.k == 0) return;
       x86::Gp bk = e.gp(), koff = e.gp(), kk = e.gp();
-      cc.mov(bk, packed ? pack : b_panel);
+      cc.mov(bk, packs() ? pack : b_panel);
       cc.xor_(koff, koff);
       cc.mov(kk, asmjit::Imm(g.k));
       asmjit::Label step = cc.newLabel();

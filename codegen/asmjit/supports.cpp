@@ -1,9 +1,11 @@
 // What the asmjit backend takes (codegen/asmjit/supports.h). Layer: codegen/asmjit.
 #include "codegen/asmjit/supports.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "codegen/asmjit/asmjit_backend.h"
+#include "codegen/index_math.h"
 
 namespace fusor {
 namespace asmjit_emit {
@@ -98,6 +100,24 @@ bool conv_supports(const KernelSpec& spec, std::string* why) {
 }
 
 }  // namespace
+
+GemmTasks gemm_tasks(const KernelSpec& spec, bool avx512) {
+  const ContractionSpec& c = spec.contraction;
+  GemmTasks t;
+  t.nb = avx512 ? 32 : 16;
+  t.prepack = spec.buffers[size_t(c.b.buffer)].constant;
+  t.batches = numel(c.batch);
+  t.m_blocks = std::max<int64_t>(1, (c.m + kGemmTaskRows - 1) / kGemmTaskRows);
+  t.panels = std::max<int64_t>(1, (c.n + t.nb - 1) / t.nb);
+  // Enough tasks for a few cores: split the panels until 16 (a short product is one block
+  // of rows, so only the columns can share it out).
+  t.n_chunks = 1;
+  while (t.batches * t.m_blocks * t.n_chunks < 16 && t.n_chunks < t.panels) t.n_chunks *= 2;
+  t.n_chunks = std::min(t.n_chunks, t.panels);
+  t.panels_per_task = (t.panels + t.n_chunks - 1) / t.n_chunks;
+  t.n_chunks = (t.panels + t.panels_per_task - 1) / t.panels_per_task;
+  return t;
+}
 
 bool contraction_supports(const KernelSpec& spec, std::string* why) {
   if (spec.kind != KernelKind::Contraction) return no(why, "not a contraction kernel");

@@ -32,18 +32,8 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
       r.interp.push_back(in);
     }
   }
-  auto pointers = [](std::vector<Tensor>& ts) {
-    std::vector<void*> p;
-    for (Tensor& t : ts) p.push_back(t.raw());
-    return p;
-  };
-  std::vector<void*> ps = pointers(r.serial), pp = pointers(r.pooled);
   std::vector<Tensor> packed;  // constants the kernel reads packed, as the engine passes them
-  for (const CompiledKernel::Prepack& p : k.prepacks) {
-    packed.push_back(Tensor::empty(DType::F32, Shape{p.floats}));
-    k.pack(p, r.serial[size_t(p.buffer)].data<float>(), packed.back().data<float>());
-    ps[size_t(p.buffer)] = pp[size_t(p.buffer)] = packed.back().raw();
-  }
+  std::vector<void*> ps = kernel_pointers(k, r.serial, packed), pp = kernel_pointers(k, r.pooled, packed);
   if (k.spec.symbolic) {  // Note [Symbolic kernels]: the extent follows the buffers
     ps.push_back(&extent);
     pp.push_back(&extent);
@@ -53,6 +43,17 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
   pool().parallel_for(tasks, 1, [&](int64_t b, int64_t e) { k.run(pp.data(), b, e); });
   if (interpret) test::interpret(spec, r.interp);
   return r;
+}
+
+std::vector<void*> kernel_pointers(const CompiledKernel& k, std::vector<Tensor>& buffers, std::vector<Tensor>& packed) {
+  std::vector<void*> p;
+  for (Tensor& t : buffers) p.push_back(t.raw());
+  for (const CompiledKernel::Prepack& pk : k.prepacks) {
+    packed.push_back(Tensor::empty(DType::F32, Shape{pk.floats}));
+    k.pack(pk, buffers[size_t(pk.buffer)].data<float>(), packed.back().data<float>());
+    p[size_t(pk.buffer)] = packed.back().raw();
+  }
+  return p;
 }
 
 std::vector<KernelSpec> lower_groups(const FusedGraph& f, GroupKind kind) {

@@ -45,6 +45,11 @@ struct Checked {
   std::vector<std::shared_ptr<const CompiledKernel>> compiled;
 };
 
+/// What a kernel is called with, as the engine passes it: `buffers`' addresses, with each
+/// constant the kernel reads packed (CompiledKernel::prepacks) replaced by its packed copy,
+/// kept in `packed`.
+std::vector<void*> kernel_pointers(const CompiledKernel& k, std::vector<Tensor>& buffers, std::vector<Tensor>& packed);
+
 /// Every group of `kind` in f lowered to its spec, in order (REQUIREs that each lowers).
 std::vector<KernelSpec> lower_groups(const FusedGraph& f, GroupKind kind);
 

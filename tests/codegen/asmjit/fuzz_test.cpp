@@ -18,6 +18,7 @@
 
 #include "codegen/asmjit/asmjit_backend.h"
 #include "tests/codegen/asmjit/asmjit_test_util.h"
+#include "tests/support/kernel_util.h"
 #include "tests/support/spec_interpreter.h"
 #include "tests/support/test_util.h"
 
@@ -116,9 +117,9 @@ void check_against_interpreter(AsmjitBackend& be, const KernelSpec& spec, const 
       want.push_back(inputs[in++]);
     }
   }
-  std::vector<void*> ptrs;
-  for (Tensor& t : got) ptrs.push_back(t.raw());
-  for (int64_t t = 0; t < spec.tasks; ++t) k->run(ptrs.data(), t, t + 1);
+  std::vector<Tensor> packed;
+  std::vector<void*> ptrs = test::kernel_pointers(*k, got, packed);
+  for (int64_t t = 0; t < k->tasks; ++t) k->run(ptrs.data(), t, t + 1);
   test::interpret(spec, want);
   for (size_t i = 0; i < spec.buffers.size(); ++i)
     if (spec.buffers[i].output) FUSOR_CHECK_CLOSE(got[i], want[i], rel, abs);

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "codegen/asmjit/asmjit_backend.h"
@@ -32,6 +33,38 @@ TEST_SUITE("asmjit/gemm") {
         std::string why;
         CHECK_MESSAGE(be->supports(spec, &why), why);
       }
+    }
+  }
+
+  TEST_CASE("constant weights are packed once, by the runtime, and a short product is split over its panels") {
+    // A constant B that varies over the batch (one packed block per batch index) and one
+    // shared by the batch; m = 5 rows, so the tasks come from the columns.
+    const char* text = R"(graph g
+input a: f32[2, 3, 5, 40]
+const w: f32[2, 3, 40, 150] = randn(seed=1, std=1)
+const v: f32[40, 70] = randn(seed=2, std=1)
+y = MatMul(a, w)
+output y
+z = MatMul(a, v)
+output z
+)";
+    for (AsmjitBackend* be : test::asmjit_backends_or_skip()) {
+      INFO(be->target_description());
+      FusedGraph f = test::fuse_text(text, {});
+      std::map<std::string, Tensor> inputs{{"a", test::randn({2, 3, 5, 40}, 3)}};
+      test::Checked c = test::check_contractions(*be, f, inputs);
+      REQUIRE(c.compiled.size() == 2);
+      for (const auto& k : c.compiled) {
+        REQUIRE(k->prepacks.size() == 1);
+        CHECK(k->prepacks[0].width == 2 * be->vector_lanes());
+        CHECK(k->tasks >= 6);  // the 6 batches, and their panels split
+      }
+      // A single product of 16 rows: one block of rows, its panels split in about 16 tasks.
+      FusedGraph g = test::fuse_text(test::matmul_bias_graph(1, 16, 64, 768), {});
+      std::map<std::string, Tensor> in{{"a", test::randn({1, 16, 64}, 4)}};
+      test::Checked d = test::check_contractions(*be, g, in);
+      REQUIRE(d.compiled.size() == 1);
+      CHECK(d.compiled[0]->tasks >= 12);  // 16 chunks asked, as even as 24 or 48 panels allow
     }
   }
 

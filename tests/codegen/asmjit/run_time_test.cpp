@@ -112,12 +112,10 @@ output o
         std::shared_ptr<const CompiledKernel> k = be->compile(*spec);
         std::vector<Tensor> values = test::run_all_static(f, c.inputs, test::pool());
         test::KernelRuns runs = test::run_kernel(*k, *spec, f, values, false);
-        std::vector<void*> ptrs;
+        std::vector<Tensor> packed;
+        std::vector<void*> ptrs = test::kernel_pointers(*k, runs.serial, packed);
         double bytes = 0;
-        for (Tensor& t : runs.serial) {
-          ptrs.push_back(t.raw());
-          bytes += double(t.numel()) * 4;
-        }
+        for (Tensor& t : runs.serial) bytes += double(t.numel()) * 4;
         auto best_of = [&](auto&& run) {
           double best = 1e30;
           for (int rep = 0; rep < 5; ++rep) {
@@ -127,9 +125,9 @@ output o
           }
           return best;
         };
-        const double serial = best_of([&] { k->run(ptrs.data(), 0, spec->tasks); });
+        const double serial = best_of([&] { k->run(ptrs.data(), 0, k->tasks); });
         const double pooled = best_of([&] {
-          threads.parallel_for(spec->tasks, 1, [&](int64_t b, int64_t e) { k->run(ptrs.data(), b, e); });
+          threads.parallel_for(k->tasks, 1, [&](int64_t b, int64_t e) { k->run(ptrs.data(), b, e); });
         });
         const double unfused = best_of([&] { test::run_all_static(f, c.inputs, threads); });
         auto rate = [&](double s) {
