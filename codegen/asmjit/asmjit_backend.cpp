@@ -150,7 +150,7 @@ std::shared_ptr<const CompiledKernel> AsmjitBackend::compile(const KernelSpec& s
   kernel->fn = reinterpret_cast<CompiledKernel::Fn>(entry);
   kernel->spec = spec;
   kernel->tasks = spec.tasks;
-  if (spec.kind == KernelKind::Contraction && spec.contraction.kind == ContractionSpec::Kind::Gemm) {
+  if (spec.kind == KernelKind::Contraction) {
     // Tasks over rows and panels, and a constant B packed once (Note [asmjit GEMM kernels]).
     const asmjit_emit::GemmTasks t = asmjit_emit::gemm_tasks(spec, impl_->avx512);
     kernel->tasks = t.tasks();

@@ -2,6 +2,8 @@
 // as an implicit GEMM over im2col panels, each with its epilogue), emitted with asmjit's
 // x86::Compiler: a register-blocked micro-kernel in the style of LIBXSMM / oneDNN.
 // Layer: codegen/asmjit.
+#include <utility>
+
 #include "codegen/asmjit/emit_expr.h"
 #include "codegen/asmjit/supports.h"
 #include "codegen/packing.h"
@@ -37,7 +39,8 @@ namespace fusor::asmjit_emit {
 // body serves every tile shape. Either way each output element is stored once, after the
 // epilogue was applied.
 //
-// A Conv2d is the same product per task = (image, group): rows are the group's output
+// A Conv2d is the same product per (image, group), its tasks a chunk of its pixel panels
+// each (a single image was one task, on one core): rows are the group's output
 // channels with A = their weights read in place along the flat (c, kh, kw) (constant
 // weights are contiguous), columns are the output pixels (oh, ow) flattened, and B is the
 // im2col of the image, always packed per panel (pack_conv_panel): for each (c, kh, kw) one
@@ -92,10 +95,10 @@ class GemmEmitter {
   GemmEmitter(VecEmitter& emitter, const KernelSpec& s)
       : e(emitter), cc(emitter.cc), spec(s), c(s.contraction), conv(s.contraction.kind == ContractionSpec::Kind::Conv2d),
         rank(conv ? 0 : s.contraction.batch.size()), g(conv ? conv_geometry(c) : gemm_geometry(c)),
-        mr(emitter.avx512 ? 6 : 4), nb(2 * emitter.lanes), split(conv ? GemmTasks{} : gemm_tasks(s, emitter.avx512)) {}
+        mr(emitter.avx512 ? 6 : 4), nb(2 * emitter.lanes), split(gemm_tasks(s, emitter.avx512)) {}
 
   void kernel(const x86::Gp& buffers, const x86::Gp& task_begin, const x86::Gp& task_end) {
-    const int64_t tasks = conv ? c.conv.n * c.conv.group : split.tasks();
+    const int64_t tasks = split.tasks();
     if (tasks == 0 || g.m == 0 || g.n == 0 || c.epilogue.stores.empty()) return;
     asmjit::Label done = cc.newLabel();
     x86::Gp end = e.gp(), limit = e.gp(), task = e.gp();
@@ -224,20 +227,29 @@ class GemmEmitter {
     cc.add(m_end, asmjit::Imm(kGemmTaskRows));
     cc.mov(m_limit, asmjit::Imm(g.m));
     e.min_into(m_end, m_limit);
+    auto [n_begin, n_end] = panel_range(nc);
+    panels(a_batch, b_batch, epi_batch, m_begin, m_end, n_begin, n_end);
+  }
+
+  // The columns [begin, end) of chunk `nc` of the panels.
+  std::pair<x86::Gp, x86::Gp> panel_range(const x86::Gp& nc) {
     x86::Gp n_begin = e.gp(), n_end = e.gp(), n_limit = e.gp();
     e.mul_imm(n_begin, nc, split.panels_per_task * nb);
     cc.mov(n_end, n_begin);
     cc.add(n_end, asmjit::Imm(split.panels_per_task * nb));
     cc.mov(n_limit, asmjit::Imm(g.n));
     e.min_into(n_end, n_limit);
-    panels(a_batch, b_batch, epi_batch, m_begin, m_end, n_begin, n_end);
+    return {n_begin, n_end};
   }
 
-  // A Conv2d task: one image and group, all its output channels and pixels.
+  // A Conv2d task: one image and group, all its output channels, a chunk of its pixels.
   void conv_task(const x86::Gp& task) {
     const Conv2dParams& p = c.conv;
-    x86::Gp ni = e.gp(), gi = e.gp(), divisor = e.gp();
+    x86::Gp ni = e.gp(), gi = e.gp(), nc = e.gp(), divisor = e.gp();
     cc.mov(ni, task);
+    cc.xor_(nc, nc);
+    cc.mov(divisor, asmjit::Imm(split.n_chunks));
+    cc.div(nc, ni, divisor);  // ni = (image, group), nc = the chunk of pixel panels
     cc.xor_(gi, gi);
     cc.mov(divisor, asmjit::Imm(p.group));
     cc.div(gi, ni, divisor);  // ni = task / group (the image), gi = task % group
@@ -251,11 +263,10 @@ class GemmEmitter {
     std::vector<x86::Gp> epi_batch;
     for (const StridedAccess& a : c.epilogue.accesses)
       epi_batch.push_back(access_pointer(e, a, base[size_t(a.buffer)], {ni, m_first, x86::Gp(), x86::Gp()}));
-    x86::Gp m_begin = e.gp(), m_end = e.gp(), n_begin = e.gp(), n_end = e.gp();
+    x86::Gp m_begin = e.gp(), m_end = e.gp();
     cc.xor_(m_begin, m_begin);
     cc.mov(m_end, asmjit::Imm(g.m));
-    cc.xor_(n_begin, n_begin);
-    cc.mov(n_end, asmjit::Imm(g.n));
+    auto [n_begin, n_end] = panel_range(nc);
     panels(a_batch, image, epi_batch, m_begin, m_end, n_begin, n_end);
   }
 

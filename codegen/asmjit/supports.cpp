@@ -105,10 +105,15 @@ GemmTasks gemm_tasks(const KernelSpec& spec, bool avx512) {
   const ContractionSpec& c = spec.contraction;
   GemmTasks t;
   t.nb = avx512 ? 32 : 16;
-  t.prepack = spec.buffers[size_t(c.b.buffer)].constant;
-  t.batches = numel(c.batch);
-  t.m_blocks = std::max<int64_t>(1, (c.m + kGemmTaskRows - 1) / kGemmTaskRows);
-  t.panels = std::max<int64_t>(1, (c.n + t.nb - 1) / t.nb);
+  if (c.kind == ContractionSpec::Kind::Conv2d) {  // (image, group) x panels of output pixels
+    t.batches = c.conv.n * c.conv.group;
+    t.panels = std::max<int64_t>(1, (c.conv.oh * c.conv.ow + t.nb - 1) / t.nb);
+  } else {
+    t.prepack = spec.buffers[size_t(c.b.buffer)].constant;
+    t.batches = numel(c.batch);
+    t.m_blocks = std::max<int64_t>(1, (c.m + kGemmTaskRows - 1) / kGemmTaskRows);
+    t.panels = std::max<int64_t>(1, (c.n + t.nb - 1) / t.nb);
+  }
   // Enough tasks for a few cores: split the panels until 16 (a short product is one block
   // of rows, so only the columns can share it out).
   t.n_chunks = 1;

@@ -42,20 +42,21 @@ std::optional<int64_t> flat_stride(const std::vector<int64_t>& sizes, const std:
 /// on the stack.
 inline constexpr int64_t kConvPanelBytes = 256 * 1024;
 
-/// Rows of M one GEMM task covers at most (a Conv2d task is one image and group, tasks = n x
-/// group).
+/// Rows of M one GEMM task covers at most.
 inline constexpr int64_t kGemmTaskRows = 64;
 
-/// How an asmjit GEMM is split into tasks and where it reads B (Note [asmjit GEMM kernels]):
-/// tasks are (batch, chunk of panels, block of kGemmTaskRows rows), rows fastest; a constant
-/// B is packed once by the runtime (codegen/packing.h, PackKind::Panels of width nb).
+/// How an asmjit contraction is split into tasks and where it reads B (Note [asmjit GEMM
+/// kernels]): a GEMM's tasks are (batch, chunk of panels, block of kGemmTaskRows rows), rows
+/// fastest, and a constant B is packed once by the runtime (codegen/packing.h,
+/// PackKind::Panels of width nb); a Conv2d's are (image and group, chunk of panels of output
+/// pixels), every output channel in each.
 struct GemmTasks {
   int64_t nb = 0;               ///< panel columns: 2 vectors
   bool prepack = false;         ///< B is constant: packed once per plan, width nb
   int64_t batches = 1, m_blocks = 1, panels = 1, panels_per_task = 1, n_chunks = 1;
   int64_t tasks() const { return batches * n_chunks * m_blocks; }
 };
-/// The split of a GEMM `spec` (asmjit_supports) for vectors of AVX-512 or AVX2.
+/// The split of a contraction `spec` (asmjit_supports) for vectors of AVX-512 or AVX2.
 GemmTasks gemm_tasks(const KernelSpec& spec, bool avx512);
 
 // The rules both x86 backends share (codegen/cpu_rules.h).
