@@ -33,6 +33,12 @@ namespace fusor {
 // and accumulate in f32 with vdpbf16ps: K's and V's panels are packed as pairs
 // (fusor_rt_pack_panel_bf16; Kᵀ, read across rows, by 16 x 16 transposes of pairs), the block's Q rows are converted once per block and P's rows
 // once after the softmax (fusor_rt_pack_a_bf16); scores, softmax and epilogue stay f32.
+// The Q·Kᵀ tile is the cost model's best (codegen/llvm/emit_tile.h) among those at least
+// kQkMinVectors vectors wide, when the keys fill them: its k is d (64 in BERT), so short
+// that the model's pick of 10 x 2 vectors ran far below the wider tiles. 12 heads, d 64,
+// one thread on a Zen 5, `fusor run` medians of 150, two rounds (f32; bf16): 128 keys
+// 0.49-0.62 -> 0.31-0.35 ms (0.38-0.50 -> 0.21-0.23), 256 keys 1.9-2.7 -> 1.15-1.23 (1.5-2.2
+// -> 0.74-0.81), 512 keys 7.7 -> 4.6-4.8 (5.8-7.5 -> 3.0-3.2); 384 keys already took 8 x 3.
 // R is at most 128 rows, fewer when that leaves fewer than 8 tasks; the scratch (K and V
 // panels, S) must fit kScratchBytes of stack. Floating point: dot products in float with
 // FMA in d order, the softmax in float (sums `reassoc`: vector lanes), P·V in tk order.
@@ -42,6 +48,8 @@ namespace {
 using namespace llvm_ir;
 
 constexpr int64_t kScratchBytes = 1024 * 1024;
+// Q·Kᵀ tiles are at least this many vectors wide (Note [Attention kernels]).
+constexpr int64_t kQkMinVectors = 3;
 
 struct Strides {
   std::vector<int64_t> batch;
@@ -136,7 +144,16 @@ AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats) 
       ++t.blocks_per_task;
     t.blocks_per_task = ceil_div(t.row_blocks, ceil_div(t.row_blocks, t.blocks_per_task));
   }
-  choose_tile(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(tk, nr); }, &t.qk);
+  // Q·Kᵀ: the cost model's best tile of at least kQkMinVectors vectors a row (when tk has that
+  // many), Note [Attention kernels].
+  const std::vector<TileShape> qk = ranked_tiles(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(tk, nr); });
+  t.qk = qk.front();
+  if (tk >= kQkMinVectors * vector_floats)
+    for (const TileShape& s : qk)
+      if (s.nv >= kQkMinVectors) {
+        t.qk = s;
+        break;
+      }
   choose_tile(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(a.dv, nr); }, &t.pv);
   return t;
 }

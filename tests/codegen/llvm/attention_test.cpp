@@ -94,6 +94,23 @@ TEST_SUITE("llvm/attention") {
     }
   }
 
+  TEST_CASE("the Q·Kᵀ tile is at least three vectors wide once the keys fill them") {
+    // Note [Attention kernels]: panels of 32 keys (10 x 2 tiles) ran 1.6-2.5x slower than
+    // of 48 or 64 at 128, 256 and 512 keys. Fewer keys than three vectors keep the model's tile.
+    for (int64_t vl : {8, 16})
+      for (int64_t tk : {20, 47, 48, 77, 128, 256, 384, 512}) {
+        CAPTURE(vl);
+        CAPTURE(tk);
+        FusedGraph f = test::fuse_text(test::masked_attention_graph(1, 12, 128, tk, 64, 64), {});
+        std::vector<KernelSpec> specs = test::lower_groups(f, GroupKind::Attention);
+        REQUIRE(specs.size() == 1);
+        const AttentionTiling t = attention_tiling(specs[0], vl);
+        CAPTURE(t.str());
+        if (tk >= 3 * vl) CHECK(t.qk.nv >= 3);
+        CHECK(t.qk.mr * t.qk.nv <= (vl == 16 ? 24 : 12));
+      }
+  }
+
   TEST_CASE("unscaled attention with an epilogue and fully masked keys") {
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
