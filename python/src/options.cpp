@@ -172,6 +172,7 @@ const std::vector<Keyword>& keywords() {
       {"precision",
        [](EngineOptions& o, py::handle v) { o.precision = parse_precision(as<std::string>(v, "precision")); },
        [](const EngineOptions& o) { return py::cast(std::string(precision_name(o.precision))); }},
+      field<bool>("tune", &EngineOptions::tune),
   };
   return list;
 }

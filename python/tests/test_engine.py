@@ -110,8 +110,9 @@ def test_stats_profile_and_verdicts(mlp):
 def test_options_read_back():
     engine = fusor.Engine(backend="asmjit", threads=3, tiering=False, symbolic_dim="T", verify="strict",
                           precision="fp32", fusion={"max_group_ops": 17, "fold_batchnorm": False},
-                          plan_cache_bytes=1 << 20, disk_cache=False)
+                          plan_cache_bytes=1 << 20, disk_cache=False, tune=True)
     o = engine.options
+    assert o["tune"] is True
     assert o["backend"] == "asmjit" and o["num_threads"] == 3 and o["symbolic_dim"] == "T"
     assert o["verify"] == "strict" and o["precision"] == "fp32" and o["plan_cache_bytes"] == 1 << 20
     assert o["fusion"]["max_group_ops"] == 17 and o["fusion"]["fold_batchnorm"] is False
