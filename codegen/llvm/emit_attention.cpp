@@ -50,6 +50,9 @@ using namespace llvm_ir;
 constexpr int64_t kScratchBytes = 1024 * 1024;
 // Q·Kᵀ tiles are at least this many vectors wide (Note [Attention kernels]).
 constexpr int64_t kQkMinVectors = 3;
+// A runner-up tile is timed when the cost model puts it within this factor of its best
+// (wider than contractions': the model missed Q·Kᵀ's best by far, Note [Attention kernels]).
+constexpr double kAttentionTuneTileCost = 1.5;
 
 struct Strides {
   std::vector<int64_t> batch;
@@ -129,7 +132,7 @@ std::string AttentionTiling::str() const {
 
 bool attention_supports(const KernelSpec& spec, std::string* why) { return check(spec, why); }
 
-AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats) {
+AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice) {
   const AttentionSpec& a = spec.attention;
   AttentionTiling t;
   t.batches = numel(a.batch);
@@ -155,7 +158,41 @@ AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats) 
         break;
       }
   choose_tile(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(a.dv, nr); }, &t.pv);
+  // A measured choice of tiles replaces the rules' (Note [Tuned tilings]).
+  if (choice.mr > 0 && tile_fits(vector_floats, choice.mr, choice.nv))
+    t.qk = TileShape{vector_floats, choice.mr, choice.nv, choice.nv * vector_floats};
+  if (choice.pv_mr > 0 && tile_fits(vector_floats, choice.pv_mr, choice.pv_nv))
+    t.pv = TileShape{vector_floats, choice.pv_mr, choice.pv_nv, choice.pv_nv * vector_floats};
   return t;
+}
+
+std::vector<TilingChoice> attention_candidates(const KernelSpec& spec, int64_t vector_floats) {
+  std::vector<TilingChoice> out{TilingChoice{}};
+  std::string why;
+  if (spec.symbolic || !check(spec, &why)) return out;
+  const AttentionSpec& a = spec.attention;
+  const AttentionTiling rules = attention_tiling(spec, vector_floats);
+  // Up to `count` runner-up tiles for `rows` rows over `cols` columns, other than `skip`,
+  // within kTuneTileCost of the best's cost, each as the choice `make` builds.
+  auto add = [&](int64_t cols, const TileShape& skip, int count, auto make) {
+    auto panels = [&](int64_t nr) { return ceil_div(cols, nr); };
+    const std::vector<TileShape> ranked = ranked_tiles(vector_floats, rules.rows_per_task, panels);
+    auto cost = [&](const TileShape& s) {
+      return double(ceil_div(rules.rows_per_task, s.mr)) * double(panels(s.nr)) * (double(s.mr * s.nv) + 1.5);
+    };
+    const double best = cost(ranked.front());
+    for (const TileShape& s : ranked) {
+      if (count == 0 || cost(s) > kAttentionTuneTileCost * best) break;
+      if (s.mr == skip.mr && s.nv == skip.nv) continue;
+      const TilingChoice c = make(s);
+      if (scratch_floats(a, attention_tiling(spec, vector_floats, c)) * 4 > kScratchBytes) continue;
+      out.push_back(c);
+      --count;
+    }
+  };
+  add(a.tk, rules.qk, 3, [](const TileShape& s) { return TilingChoice{.mr = s.mr, .nv = s.nv}; });
+  add(a.dv, rules.pv, 2, [](const TileShape& s) { return TilingChoice{.pv_mr = s.mr, .pv_nv = s.nv}; });
+  return out;
 }
 
 int64_t attention_max_extent(const KernelSpec& spec) {

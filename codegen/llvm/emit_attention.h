@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_spec.h"
 #include "codegen/llvm/emit_contraction.h"
@@ -34,8 +35,15 @@ struct AttentionTiling {
 /// beyond the stack budget, malformed graphs.
 bool attention_supports(const KernelSpec& spec, std::string* why);
 
-/// The blocking for `spec` with vectors of `vector_floats` floats.
-AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats);
+/// The blocking for `spec` with vectors of `vector_floats` floats: the rules', with
+/// `choice`'s tiles (mr/nv for Q·Kᵀ, pv_mr/pv_nv for P·V) where they fit the registers
+/// (Note [Tuned tilings], emit_contraction.cpp). Deterministic, as contraction_tiling.
+AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice = {});
+
+/// The tilings a tuned compile times for an attention `spec`: the rules' first, then the
+/// cost model's runners-up for Q·Kᵀ (any width, so a machine where narrow panels win shows
+/// it) and for P·V, each within the stack scratch. Only the rules' for a symbolic kernel.
+std::vector<TilingChoice> attention_candidates(const KernelSpec& spec, int64_t vector_floats);
 
 /// The most keys (and queries) a symbolic attention kernel of `spec` serves: its stack
 /// scratch grows with them. A run at a longer length needs the exact kernel (which the

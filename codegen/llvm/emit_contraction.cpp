@@ -473,7 +473,10 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
 // kernels are kept apart. Every candidate computes the same sums in the same order (the
 // tile and the blocking do not change the order over k), so tuning changes speed, never
 // the floats. Symbolic kernels (one kernel for every m) and Winograd's convolutions keep
-// the rules' tiling.
+// the rules' tiling. Fused attention (emit_attention.h) is tuned the same way over its two
+// tiles (attention_candidates: Q·Kᵀ's runners-up of every width, P·V's), its choice stored
+// the same way; the timings of its narrow Q·Kᵀ tiles (2x slower at 128 and 384 keys on a
+// Zen 5) are what Note [Attention kernels]'s rule came from.
 
 std::string TilingChoice::str() const {
   if (empty()) return "rules";
@@ -499,7 +502,11 @@ std::string TilingChoice::str() const {
     os << sep << "prefetch=" << prefetch;
     sep = " ";
   }
-  if (prefetch_l2 >= 0) os << sep << "l2=" << prefetch_l2;
+  if (prefetch_l2 >= 0) {
+    os << sep << "l2=" << prefetch_l2;
+    sep = " ";
+  }
+  if (pv_mr > 0 || pv_nv > 0) os << sep << "pv_mr=" << pv_mr << " pv_nv=" << pv_nv;
   return os.str();
 }
 
@@ -533,13 +540,17 @@ std::optional<TilingChoice> TilingChoice::parse(std::string_view text) {
       c.prefetch = v;
     } else if (name == "l2" && v <= 1 && c.prefetch_l2 < 0) {
       c.prefetch_l2 = int(v);
+    } else if (name == "pv_mr" && v >= 1 && c.pv_mr == 0) {
+      c.pv_mr = v;
+    } else if (name == "pv_nv" && v >= 1 && c.pv_nv == 0) {
+      c.pv_nv = v;
     } else {
       return std::nullopt;
     }
     if (end == text.size()) break;
     pos = end + 1;
   }
-  if ((c.mr > 0) != (c.nv > 0)) return std::nullopt;
+  if ((c.mr > 0) != (c.nv > 0) || (c.pv_mr > 0) != (c.pv_nv > 0)) return std::nullopt;
   return c;
 }
 

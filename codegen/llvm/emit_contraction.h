@@ -62,13 +62,15 @@ struct TilingChoice {
   int64_t panels_per_chunk = 0;       ///< panels of one task
   int64_t prefetch = -1;              ///< floats ahead the packed panel is prefetched (0: none)
   int prefetch_l2 = -1;               ///< 1 into L2, 0 into L1 (with the next panel's prefetch)
+  /// Attention (emit_attention.h): mr/nv are Q·Kᵀ's tile, these P·V's (both or neither).
+  int64_t pv_mr = 0, pv_nv = 0;
   bool empty() const {
     return mr == 0 && nv == 0 && panel_outer < 0 && tiles_per_chunk == 0 && panels_per_chunk == 0 && prefetch < 0 &&
-           prefetch_l2 < 0;
+           prefetch_l2 < 0 && pv_mr == 0 && pv_nv == 0;
   }
   bool operator==(const TilingChoice&) const = default;
-  /// "mr=6 nv=4 outer=1 tiles=3 panels=2 prefetch=2048 l2=1", the fields set; "rules" when
-  /// empty.
+  /// "mr=6 nv=4 outer=1 tiles=3 panels=2 prefetch=2048 l2=1 pv_mr=10 pv_nv=2", the fields
+  /// set; "rules" when empty.
   std::string str() const;
   /// The choice str() wrote; nullopt for anything else (a field out of range included).
   static std::optional<TilingChoice> parse(std::string_view text);

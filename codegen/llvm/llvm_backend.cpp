@@ -119,7 +119,7 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       break;
     }
     case KernelKind::Attention: {
-      const AttentionTiling t = attention_tiling(spec, impl_->vector_floats);
+      const AttentionTiling t = attention_tiling(spec, impl_->vector_floats, choice);
       if (ir) *ir = emit_attention_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
       if (t.symbolic) {  // batches x ceil(T / rows per task)
@@ -154,8 +154,9 @@ constexpr double kTuneMargin = 0.03;
 }  // namespace
 
 std::shared_ptr<CompiledKernel> LlvmBackend::compile_tiling(const KernelSpec& spec, const TilingChoice& choice) const {
-  FUSOR_CHECK(choice.empty() || spec.kind == KernelKind::Contraction, InvalidArgument, "llvm backend: kernel '",
-              spec.name, "': a tiling choice for a kernel that is not a contraction");
+  FUSOR_CHECK(choice.empty() || spec.kind == KernelKind::Contraction || spec.kind == KernelKind::Attention,
+              InvalidArgument, "llvm backend: kernel '", spec.name,
+              "': a tiling choice for a kernel that is neither a contraction nor attention");
   const auto start = std::chrono::steady_clock::now();
   const std::string symbol = kernel_symbol(spec);
   auto kernel = std::make_shared<CompiledKernel>();
@@ -179,7 +180,9 @@ std::shared_ptr<CompiledKernel> LlvmBackend::compile_tiling(const KernelSpec& sp
 
 std::shared_ptr<CompiledKernel> LlvmBackend::compile_tuned(const KernelSpec& spec) const {
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<TilingChoice> candidates = tiling_candidates(spec, impl_->vector_floats, impl_->l2_bytes);
+  const std::vector<TilingChoice> candidates = spec.kind == KernelKind::Attention
+                                                   ? attention_candidates(spec, impl_->vector_floats)
+                                                   : tiling_candidates(spec, impl_->vector_floats, impl_->l2_bytes);
   std::shared_ptr<CompiledKernel> best;
   double best_s = 0, rules_s = 0;
   bool best_is_rules = false;
@@ -221,7 +224,9 @@ std::shared_ptr<CompiledKernel> LlvmBackend::compile_tuned(const KernelSpec& spe
 
 std::shared_ptr<const CompiledKernel> LlvmBackend::compile(const KernelSpec& spec) {
   std::string why;
-  if (impl_->options.tune && spec.kind == KernelKind::Contraction && supports(spec, &why)) return compile_tuned(spec);
+  if (impl_->options.tune && (spec.kind == KernelKind::Contraction || spec.kind == KernelKind::Attention) &&
+      supports(spec, &why))
+    return compile_tuned(spec);
   return compile_tiling(spec, {});
 }
 
@@ -235,7 +240,7 @@ std::shared_ptr<const CompiledKernel> LlvmBackend::load(const KernelSpec& spec, 
     const std::optional<TilingChoice> parsed =
         eol == std::string_view::npos ? std::nullopt
                                       : TilingChoice::parse(code.substr(kTilingTag.size(), eol - kTilingTag.size()));
-    if (!parsed || spec.kind != KernelKind::Contraction)
+    if (!parsed || (spec.kind != KernelKind::Contraction && spec.kind != KernelKind::Attention))
       fail(ErrorCode::CompileFailed, "llvm backend: kernel '", spec.name, "': a stored tiling that does not read (",
            std::string(code.substr(0, std::min<size_t>(eol, 80))), ")");
     choice = *parsed;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/llvm/emit_attention.h"
 #include "codegen/llvm/emit_contraction.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
@@ -88,6 +89,7 @@ TEST_SUITE("llvm/tuning") {
     for (const TilingChoice& c : {TilingChoice{}, TilingChoice{.mr = 6, .nv = 4}, TilingChoice{.panel_outer = 0},
                                   TilingChoice{.tiles_per_chunk = 3}, TilingChoice{.panels_per_chunk = 12},
                                   TilingChoice{.prefetch = 0}, TilingChoice{.prefetch = 2048, .prefetch_l2 = 1},
+                                  TilingChoice{.mr = 5, .nv = 4, .pv_mr = 8, .pv_nv = 2}, TilingChoice{.pv_mr = 3, .pv_nv = 1},
                                   TilingChoice{.mr = 14, .nv = 1, .panel_outer = 1, .tiles_per_chunk = 2, .panels_per_chunk = 9,
                                                .prefetch = 512, .prefetch_l2 = 0}}) {
       CAPTURE(c.str());
@@ -97,7 +99,7 @@ TEST_SUITE("llvm/tuning") {
     }
     CHECK(TilingChoice{}.str() == "rules");
     for (const char* bad : {"", " ", "mr=6", "nv=2", "mr=6 nv=", "mr=x nv=2", "outer=2", "tiles=0", "panels=-1",
-                            "mr=6 nv=2 mr=7", "speed=3", "l2=2", "prefetch=", "prefetch=1 prefetch=2", "mr=6  nv=2", "mr=6 nv=2 ", "tiles=9999999999",
+                            "mr=6 nv=2 mr=7", "speed=3", "l2=2", "prefetch=", "prefetch=1 prefetch=2", "pv_mr=3", "pv_nv=2 mr=1 nv=1", "mr=6  nv=2", "mr=6 nv=2 ", "tiles=9999999999",
                             "rules tiles=2"}) {
       CAPTURE(bad);
       CHECK_FALSE(TilingChoice::parse(bad));
@@ -185,6 +187,48 @@ TEST_SUITE("llvm/tuning") {
       }
     }
     CHECK(compared >= 30);
+  }
+
+  TEST_CASE("every candidate tiling of attention computes the rules' floats, and survives its object") {
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    const int64_t vl = vector_floats(*be);
+    int compared = 0;
+    // Keys around the tile widths, a head dim off the vectors, and BERT's 128 x 64.
+    for (const auto& s : {std::array<int64_t, 4>{2, 37, 77, 24}, {12, 128, 128, 64}, {3, 130, 50, 20}}) {
+      const int64_t h = s[0], tq = s[1], tk = s[2], d = s[3];
+      FusedGraph f = test::fuse_text(test::masked_attention_graph(1, h, tq, tk, d, d), {});
+      std::vector<KernelSpec> specs = test::lower_groups(f, GroupKind::Attention);
+      REQUIRE(specs.size() == 1);
+      const KernelSpec& spec = specs[0];
+      Case c{"attention", f, {}, spec};
+      std::map<std::string, Tensor> in{{"q", test::randn({1, h, tq, d}, 1)},
+                                       {"k", test::randn({1, h, tk, d}, 2)},
+                                       {"v", test::randn({1, h, tk, d}, 3)},
+                                       {"mask", test::uniform({1, 1, 1, tk}, 4, -3.0, 0.0)}};
+      const std::vector<Tensor> values = test::run_all_static(f, in, test::pool());
+      const std::vector<TilingChoice> cands = attention_candidates(spec, vl);
+      CHECK(cands.size() >= 2);
+      CHECK(cands[0].empty());
+      const std::vector<Tensor> want = outputs(*be->compile_tiling(spec, {}), c, values);
+      for (const TilingChoice& choice : cands) {
+        CAPTURE(tq);
+        CAPTURE(tk);
+        CAPTURE(choice.str());
+        std::shared_ptr<const CompiledKernel> k = be->compile_tiling(spec, choice);
+        check_same(outputs(*k, c, values), want);
+        std::shared_ptr<const CompiledKernel> loaded = be->load(spec, k->object);
+        CHECK(tuned_choice(*loaded) == choice.str());
+        CHECK(loaded->tasks == k->tasks);
+        check_same(outputs(*loaded, c, values), want);
+        ++compared;
+      }
+    }
+    CHECK(compared >= 6);
+    FusedGraph f = test::fuse_text(test::masked_attention_graph(1, 2, 37, 77, 24, 24), {});
+    KernelSpec sym = test::lower_groups(f, GroupKind::Attention).at(0);
+    sym.symbolic = true;
+    CHECK(attention_candidates(sym, vl).size() == 1);
   }
 
   TEST_CASE("a kernel's tiling choice survives its object; one that does not read is refused") {
