@@ -478,35 +478,45 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
 // the same way; the timings of its narrow Q·Kᵀ tiles (2x slower at 128 and 384 keys on a
 // Zen 5) are what Note [Attention kernels]'s rule came from.
 
+namespace {
+
+// The fields of a TilingChoice as its text names them, in order, with the values they take
+// and the one that means "the rules'".
+struct ChoiceField {
+  const char* name;
+  int64_t TilingChoice::*member;
+  int64_t lo, hi, unset;
+};
+constexpr int64_t kChoiceMax = 999999999;  // (at most 9 digits: no overflow while reading)
+constexpr ChoiceField kChoiceFields[] = {
+    {"mr", &TilingChoice::mr, 1, kChoiceMax, 0},
+    {"nv", &TilingChoice::nv, 1, kChoiceMax, 0},
+    {"outer", &TilingChoice::panel_outer, 0, 1, -1},
+    {"tiles", &TilingChoice::tiles_per_chunk, 1, kChoiceMax, 0},
+    {"panels", &TilingChoice::panels_per_chunk, 1, kChoiceMax, 0},
+    {"prefetch", &TilingChoice::prefetch, 0, kChoiceMax, -1},
+    {"l2", &TilingChoice::prefetch_l2, 0, 1, -1},
+    {"pv_mr", &TilingChoice::pv_mr, 1, kChoiceMax, 0},
+    {"pv_nv", &TilingChoice::pv_nv, 1, kChoiceMax, 0},
+};
+
+}  // namespace
+
+bool TilingChoice::empty() const {
+  for (const ChoiceField& f : kChoiceFields)
+    if (this->*f.member != f.unset) return false;
+  return true;
+}
+
 std::string TilingChoice::str() const {
   if (empty()) return "rules";
   std::ostringstream os;
   const char* sep = "";
-  if (mr > 0 || nv > 0) {
-    os << "mr=" << mr << " nv=" << nv;
-    sep = " ";
-  }
-  if (panel_outer >= 0) {
-    os << sep << "outer=" << panel_outer;
-    sep = " ";
-  }
-  if (tiles_per_chunk > 0) {
-    os << sep << "tiles=" << tiles_per_chunk;
-    sep = " ";
-  }
-  if (panels_per_chunk > 0) {
-    os << sep << "panels=" << panels_per_chunk;
-    sep = " ";
-  }
-  if (prefetch >= 0) {
-    os << sep << "prefetch=" << prefetch;
-    sep = " ";
-  }
-  if (prefetch_l2 >= 0) {
-    os << sep << "l2=" << prefetch_l2;
-    sep = " ";
-  }
-  if (pv_mr > 0 || pv_nv > 0) os << sep << "pv_mr=" << pv_mr << " pv_nv=" << pv_nv;
+  for (const ChoiceField& f : kChoiceFields)
+    if (this->*f.member != f.unset) {
+      os << sep << f.name << "=" << this->*f.member;
+      sep = " ";
+    }
   return os.str();
 }
 
@@ -515,7 +525,7 @@ std::optional<TilingChoice> TilingChoice::parse(std::string_view text) {
   if (text == "rules") return c;
   if (text.empty()) return std::nullopt;
   size_t pos = 0;
-  while (pos <= text.size()) {
+  while (true) {
     const size_t end = std::min(text.find(' ', pos), text.size());
     const std::string_view field = text.substr(pos, end - pos);
     const size_t eq = field.find('=');
@@ -525,28 +535,11 @@ std::optional<TilingChoice> TilingChoice::parse(std::string_view text) {
       if (ch < '0' || ch > '9') return std::nullopt;
       v = v * 10 + (ch - '0');
     }
-    const std::string_view name = field.substr(0, eq);
-    if (name == "mr" && v >= 1 && c.mr == 0) {
-      c.mr = v;
-    } else if (name == "nv" && v >= 1 && c.nv == 0) {
-      c.nv = v;
-    } else if (name == "outer" && v <= 1 && c.panel_outer < 0) {
-      c.panel_outer = int(v);
-    } else if (name == "tiles" && v >= 1 && c.tiles_per_chunk == 0) {
-      c.tiles_per_chunk = v;
-    } else if (name == "panels" && v >= 1 && c.panels_per_chunk == 0) {
-      c.panels_per_chunk = v;
-    } else if (name == "prefetch" && c.prefetch < 0) {
-      c.prefetch = v;
-    } else if (name == "l2" && v <= 1 && c.prefetch_l2 < 0) {
-      c.prefetch_l2 = int(v);
-    } else if (name == "pv_mr" && v >= 1 && c.pv_mr == 0) {
-      c.pv_mr = v;
-    } else if (name == "pv_nv" && v >= 1 && c.pv_nv == 0) {
-      c.pv_nv = v;
-    } else {
-      return std::nullopt;
-    }
+    const ChoiceField* f = nullptr;
+    for (const ChoiceField& g : kChoiceFields)
+      if (field.substr(0, eq) == g.name) f = &g;
+    if (!f || v < f->lo || v > f->hi || c.*f->member != f->unset) return std::nullopt;
+    c.*f->member = v;
     if (end == text.size()) break;
     pos = end + 1;
   }

@@ -57,17 +57,15 @@ struct ContractionTiling {
 /// choice; an empty choice is the rules' tiling.
 struct TilingChoice {
   int64_t mr = 0, nv = 0;             ///< the tile: rows and vectors per row (both or neither)
-  int panel_outer = -1;               ///< 1 panels outer, 0 tiles outer (GEMMs with a prepacked B only)
+  int64_t panel_outer = -1;           ///< 1 panels outer, 0 tiles outer (GEMMs with a prepacked B only)
   int64_t tiles_per_chunk = 0;        ///< tiles of one task
   int64_t panels_per_chunk = 0;       ///< panels of one task
   int64_t prefetch = -1;              ///< floats ahead the packed panel is prefetched (0: none)
-  int prefetch_l2 = -1;               ///< 1 into L2, 0 into L1 (with the next panel's prefetch)
+  int64_t prefetch_l2 = -1;           ///< 1 into L2, 0 into L1 (with the next panel's prefetch)
   /// Attention (emit_attention.h): mr/nv are Q·Kᵀ's tile, these P·V's (both or neither).
   int64_t pv_mr = 0, pv_nv = 0;
-  bool empty() const {
-    return mr == 0 && nv == 0 && panel_outer < 0 && tiles_per_chunk == 0 && panels_per_chunk == 0 && prefetch < 0 &&
-           prefetch_l2 < 0 && pv_mr == 0 && pv_nv == 0;
-  }
+  /// Every field the rules' (str() "rules").
+  bool empty() const;
   bool operator==(const TilingChoice&) const = default;
   /// "mr=6 nv=4 outer=1 tiles=3 panels=2 prefetch=2048 l2=1 pv_mr=10 pv_nv=2", the fields
   /// set; "rules" when empty.
