@@ -16,4 +16,12 @@ std::shared_ptr<const CompiledKernel> JitBackend::load(const KernelSpec& spec, c
   fail(ErrorCode::Unsupported, name(), " backend: cannot load stored kernels (kernel '", spec.name, "')");
 }
 
+void CompiledKernel::bind_packed(void** buffers, std::vector<Tensor>& packed) const {
+  for (const Prepack& p : prepacks) {
+    packed.push_back(Tensor::zeros(DType::F32, Shape{std::max<int64_t>(p.floats, 1)}));
+    pack(p, static_cast<const float*>(buffers[p.buffer]), packed.back().data<float>());
+    buffers[p.buffer] = packed.back().raw();
+  }
+}
+
 }  // namespace fusor

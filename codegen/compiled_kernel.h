@@ -15,6 +15,7 @@
 
 #include "codegen/kernel_spec.h"
 #include "codegen/packing.h"
+#include "ir/tensor.h"
 
 namespace fusor {
 
@@ -66,6 +67,10 @@ struct CompiledKernel {
   void run(void** buffers, int64_t task_begin, int64_t task_end) const { fn(buffers, task_begin, task_end); }
   /// Packs `src` (the constant buffer p.buffer) into `dst` (p.floats floats).
   void pack(const Prepack& p, const float* src, float* dst) const { pack_b(spec.contraction, p.width, src, dst, p.kind); }
+  /// Replaces each constant of `buffers` the kernel reads packed (prepacks) by a packed copy
+  /// of it, kept in `packed`: the buffers a kernel is called with apart from a plan (a plan
+  /// shares its packed copies through the runtime's cache instead).
+  void bind_packed(void** buffers, std::vector<Tensor>& packed) const;
   /// What the packed copy of p depends on besides its source (packed_b_layout): copies with
   /// equal layouts of one constant are shared.
   std::string layout(const Prepack& p) const { return packed_b_layout(spec.contraction, p.width, p.kind); }

@@ -18,11 +18,7 @@ ScratchOperands::ScratchOperands(const CompiledKernel& kernel) {
   }
   pointers_.resize(spec.buffers.size() + 1, nullptr);  // + the extent slot of symbolic kernels
   for (size_t i = 0; i < spec.buffers.size(); ++i) pointers_[i] = tensors_[i].raw();
-  for (const CompiledKernel::Prepack& p : kernel.prepacks) {
-    tensors_.push_back(Tensor::zeros(DType::F32, Shape{std::max<int64_t>(p.floats, 1)}));
-    kernel.pack(p, tensors_[size_t(p.buffer)].data<float>(), tensors_.back().data<float>());
-    pointers_[size_t(p.buffer)] = tensors_.back().raw();
-  }
+  kernel.bind_packed(pointers_.data(), tensors_);
 }
 
 std::vector<double> task_seconds(const CompiledKernel& kernel, void** buffers, int passes, double budget_seconds) {

@@ -173,16 +173,11 @@ std::vector<TilingChoice> attention_candidates(const KernelSpec& spec, int64_t v
   const AttentionSpec& a = spec.attention;
   const AttentionTiling rules = attention_tiling(spec, vector_floats);
   // Up to `count` runner-up tiles for `rows` rows over `cols` columns, other than `skip`,
-  // within kTuneTileCost of the best's cost, each as the choice `make` builds.
+  // within kAttentionTuneTileCost of the best's cost, each as the choice `make` builds.
   auto add = [&](int64_t cols, const TileShape& skip, int count, auto make) {
     auto panels = [&](int64_t nr) { return ceil_div(cols, nr); };
-    const std::vector<TileShape> ranked = ranked_tiles(vector_floats, rules.rows_per_task, panels);
-    auto cost = [&](const TileShape& s) {
-      return double(ceil_div(rules.rows_per_task, s.mr)) * double(panels(s.nr)) * (double(s.mr * s.nv) + 1.5);
-    };
-    const double best = cost(ranked.front());
-    for (const TileShape& s : ranked) {
-      if (count == 0 || cost(s) > kAttentionTuneTileCost * best) break;
+    for (const TileShape& s : ranked_tiles(vector_floats, rules.rows_per_task, panels, 0, kAttentionTuneTileCost)) {
+      if (count == 0) break;
       if (s.mr == skip.mr && s.nv == skip.nv) continue;
       const TilingChoice c = make(s);
       if (scratch_floats(a, attention_tiling(spec, vector_floats, c)) * 4 > kScratchBytes) continue;

@@ -573,12 +573,9 @@ std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vect
   // The tiles: the cost model's runners-up, in the packed width when B is packed for every shape.
   const bool b_prepacked = rules.prepack && !f->conv;
   auto panels = [&](int64_t nr) { return panels_for(*f, nr); };
-  const std::vector<TileShape> ranked = ranked_tiles(vector_floats, f->m, panels, b_prepacked ? rules.nv : 0);
-  auto cost = [&](const TileShape& t) { return double(ceil_div(f->m, t.mr)) * double(panels(t.nr)) * (double(t.mr * t.nv) + 1.5); };
-  const double best = cost(ranked.front());
   int tiles = 0;
-  for (const TileShape& t : ranked) {
-    if (tiles == 2 || cost(t) > kTuneTileCost * best) break;
+  for (const TileShape& t : ranked_tiles(vector_floats, f->m, panels, b_prepacked ? rules.nv : 0, kTuneTileCost)) {
+    if (tiles == 2) break;
     if (t.mr == rules.mr && t.nv == rules.nv) continue;
     add(TilingChoice{.mr = t.mr, .nv = t.nv});
     ++tiles;

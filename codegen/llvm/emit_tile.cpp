@@ -245,7 +245,8 @@ bool tile_fits(int64_t vector_floats, int64_t mr, int64_t nv) {
 }
 
 std::vector<TileShape> ranked_tiles(int64_t vector_floats, int64_t rows,
-                                    const std::function<int64_t(int64_t nr)>& panels, int64_t fixed_nv) {
+                                    const std::function<int64_t(int64_t nr)>& panels, int64_t fixed_nv,
+                                    double within) {
   struct Ranked {
     double cost;
     TileShape t;
@@ -264,7 +265,8 @@ std::vector<TileShape> ranked_tiles(int64_t vector_floats, int64_t rows,
   });
   std::vector<TileShape> out;
   out.reserve(all.size());
-  for (const Ranked& r : all) out.push_back(r.t);
+  for (const Ranked& r : all)
+    if (within <= 0 || r.cost <= within * all.front().cost) out.push_back(r.t);
   return out;
 }
 

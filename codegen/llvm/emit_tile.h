@@ -83,10 +83,12 @@ void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_
 /// Whether an MR x NV tile fits the registers choose_tile allows (MR*NV <= 24 with AVX-512,
 /// <= 12 with AVX2; MR <= 14, <= 8; NV <= 4).
 bool tile_fits(int64_t vector_floats, int64_t mr, int64_t nv);
-/// Every tile choose_tile considers, best first by its cost (ties: the larger tile first):
-/// the candidates a tuned contraction times (Note [Tuned tilings], emit_contraction.cpp).
+/// Every tile choose_tile considers, best first by its cost (ties: the larger tile first);
+/// with `within` > 0 only those costing at most `within` times the best: the candidates a
+/// tuned compile times (Note [Tuned tilings], emit_contraction.cpp).
 std::vector<TileShape> ranked_tiles(int64_t vector_floats, int64_t rows,
-                                    const std::function<int64_t(int64_t nr)>& panels, int64_t fixed_nv = 0);
+                                    const std::function<int64_t(int64_t nr)>& panels, int64_t fixed_nv = 0,
+                                    double within = 0);
 
 /// The declarations the micro-kernels need (llvm.fma and llvm.masked.load at width vl, and
 /// the AVX512-BF16 dot product).

@@ -184,8 +184,8 @@ std::shared_ptr<CompiledKernel> LlvmBackend::compile_tuned(const KernelSpec& spe
                                                    ? attention_candidates(spec, impl_->vector_floats)
                                                    : tiling_candidates(spec, impl_->vector_floats, impl_->l2_bytes);
   std::shared_ptr<CompiledKernel> best;
+  TilingChoice best_choice;
   double best_s = 0, rules_s = 0;
-  bool best_is_rules = false;
   std::string all;  // every candidate's time, for the dump
   for (const TilingChoice& choice : candidates) {
     std::shared_ptr<CompiledKernel> k = compile_tiling(spec, choice);
@@ -199,17 +199,17 @@ std::shared_ptr<CompiledKernel> LlvmBackend::compile_tuned(const KernelSpec& spe
     if (choice.empty()) rules_s = s;
     // Another tiling replaces the rules' (the first) only when clearly faster: within
     // kTuneMargin the two are the same to these timings, and the rules' is the known one.
-    if (!best || s < (best_is_rules ? best_s * (1.0 - kTuneMargin) : best_s)) {
+    if (!best || s < (best_choice.empty() ? best_s * (1.0 - kTuneMargin) : best_s)) {
       best = std::move(k);
+      best_choice = choice;
       best_s = s;
-      best_is_rules = choice.empty();
     }
   }
   // The dump of the kernel kept: its own spec and tiling again (each candidate overwrote it).
-  if (!impl_->options.dump_dir.empty()) best = compile_tiling(spec, TilingChoice::parse(tuned_choice(*best)).value());
+  if (!impl_->options.dump_dir.empty()) best = compile_tiling(spec, best_choice);
   char line[160];
   std::snprintf(line, sizeof line, "tuned: %s %.3f ms, the rules' %.3f ms, %zu tilings timed",
-                tuned_choice(*best).c_str(), best_s * 1e3, rules_s * 1e3, candidates.size());
+                best_choice.str().c_str(), best_s * 1e3, rules_s * 1e3, candidates.size());
   best->tuning = line;
   if (!impl_->options.dump_dir.empty()) {
     const std::string path = impl_->options.dump_dir + "/" + kernel_symbol(spec) + ".spec";

@@ -48,11 +48,7 @@ KernelRuns run_kernel(const CompiledKernel& k, const KernelSpec& spec, const Fus
 std::vector<void*> kernel_pointers(const CompiledKernel& k, std::vector<Tensor>& buffers, std::vector<Tensor>& packed) {
   std::vector<void*> p;
   for (Tensor& t : buffers) p.push_back(t.raw());
-  for (const CompiledKernel::Prepack& pk : k.prepacks) {
-    packed.push_back(Tensor::empty(DType::F32, Shape{pk.floats}));
-    k.pack(pk, buffers[size_t(pk.buffer)].data<float>(), packed.back().data<float>());
-    p[size_t(pk.buffer)] = packed.back().raw();
-  }
+  k.bind_packed(p.data(), packed);
   return p;
 }
 
