@@ -5,6 +5,7 @@
 #include <map>
 
 #include "ir/op_schema.h"
+#include "ir/ops/params.h"
 
 namespace fusor {
 
@@ -80,6 +81,9 @@ class Lowerer {
   // Emits pointwise node n (all its inputs available) and records its output.
   void emit(Builder& b, const Node& n);
   void store(Builder& b, ValueId v);
+  // A Transpose ending a group (an attention group's output transpose): its input's value,
+  // stored at the transposed place.
+  void emit_transpose(Builder& b, const Node& n);
   // Emits the group's nodes in [from, to) positions of grp_.nodes that are pointwise, in order.
   void emit_range(Builder& b, size_t from, size_t to);
   bool is_group_output(ValueId v) const {
@@ -151,6 +155,10 @@ void Lowerer::emit(Builder& b, const Node& n) {
   DType t = type(n.outputs[0]).dtype;
   // Operands are materialized in input order (not in C++'s unspecified argument order), so
   // specs and their hashes are the same whichever compiler built fusor.
+  if (n.op == OpKind::Transpose) {
+    emit_transpose(b, n);
+    return;
+  }
   std::vector<int32_t> operand;
   if (n.op != OpKind::BatchNormalization)
     for (ValueId v : n.inputs) operand.push_back(v == kNoValue ? -1 : value(b, v));
@@ -288,6 +296,24 @@ void Lowerer::store(Builder& b, ValueId v) {
   a.strides = Shape(b.space).strides();
   b.g.accesses.push_back(a);
   b.g.stores.push_back({b.node_of.at(v), int32_t(b.g.accesses.size() - 1)});
+}
+
+void Lowerer::emit_transpose(Builder& b, const Node& n) {
+  ValueId in = n.inputs[0], out = n.outputs[0];
+  if (type(in).shape.dims() != b.space) throw NotLowerable{"a Transpose whose input is not the group's index space"};
+  const int32_t x = value(b, in);
+  b.node_of[out] = x;
+  if (!is_group_output(out)) return;
+  // Element i of the space lands at the transposed index: out dim d is space dim perm[d].
+  std::vector<int> perm = transpose_perm(n, int(b.space.size()));
+  std::vector<int64_t> out_strides = type(out).shape.strides();
+  StridedAccess a;
+  a.buffer = buffer(out, true);
+  a.dtype = type(out).dtype;
+  a.strides.assign(b.space.size(), 0);
+  for (size_t d = 0; d < perm.size(); ++d) a.strides[size_t(perm[d])] = out_strides[d];
+  b.g.accesses.push_back(a);
+  b.g.stores.push_back({x, int32_t(b.g.accesses.size() - 1)});
 }
 
 void Lowerer::emit_range(Builder& b, size_t from, size_t to) {
@@ -563,6 +589,16 @@ KernelSpec Lowerer::run() {
 
 }  // namespace
 
+namespace {
+
+bool is_view_group_node(const FusedGraph& fused, NodeId n) {
+  for (const FusionGroup& grp : fused.groups)
+    if (grp.kind != GroupKind::View && std::find(grp.nodes.begin(), grp.nodes.end(), n) != grp.nodes.end()) return false;
+  return true;
+}
+
+}  // namespace
+
 bool resolve_view(const FusedGraph& fused, ValueId v, ValueId* root, StridedView* view) {
   return resolve_view(fused, v, nullptr, root, view);
 }
@@ -576,7 +612,8 @@ bool resolve_view(const FusedGraph& fused, ValueId v, const std::function<bool(V
     const Value& val = g.value(cur);
     if (val.kind != ValueKind::NodeOutput || (cur != v && stop && stop(cur))) break;
     const Node& p = g.node(val.producer);
-    if (!is_view_op(p.op)) break;
+    // A view op a compute group took (an attention's output transpose) is that kernel's store.
+    if (!is_view_op(p.op) || !is_view_group_node(fused, val.producer)) break;
     chain.emplace_back(&p, val.producer_output);
     cur = p.inputs[0];
   }

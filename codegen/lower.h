@@ -21,6 +21,8 @@ std::optional<KernelSpec> lower_group(const FusedGraph& fused, const FusionGroup
 /// The value whose buffer a kernel reads for v (v itself unless v is a view of another
 /// value), and the view of that buffer that equals v; false when a view in the chain
 /// needs a copy (then v itself must be materialized, and lowering reads v's own buffer).
+/// A view op inside a compute group (an attention's output transpose) ends the chain: that
+/// group's kernel writes its output.
 bool resolve_view(const FusedGraph& fused, ValueId v, ValueId* root, StridedView* view);
 
 /// The same, except that the chain also ends at the first value (v itself excluded) for

@@ -17,8 +17,9 @@
 // merged, a [B, T, K] x [K, N] product folded into one B*T-row GEMM), and the two specs
 // must then be equal except for the outer extent, `tasks` and buffer sizes. A group
 // whose other fields change too — a head-split [12, T, 64] space, a mean over T, attention
-// at batch 2 (its batch stride is T x 2304) or whose context is written head-major (BERT's
-// [12, T, 64]: a head stride of T x 64), a convolution — has no symbolic form and keeps
+// at batch 2 (its batch stride is T x 2304) or whose context is written head-major ([12, T,
+// 64]: a head stride of T x 64; BERT's and GPT-2's are not, their heads' merge is the
+// kernel's store, Note [Grouping rules]), a convolution — has no symbolic form and keeps
 // exact kernels; so does a group that does not depend on the dimension (its exact kernel
 // already serves every size). A symbolic attention kernel's stack scratch grows with the
 // keys, so it serves lengths up to CompiledKernel::max_extent; the runtime takes the exact

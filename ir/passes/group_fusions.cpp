@@ -27,6 +27,12 @@ namespace fusor {
 //     consumers whose output has the contraction's output shape (bias, folded-BN shift,
 //     residual add, activation). The epilogue runs on the accumulator tile before the store.
 //  5. A row reduction (and an attention group) takes its pointwise epilogue the same way.
+//     An attention group then takes the Transpose its result goes through alone when that
+//     keeps the last axis (the heads merged back, [B, H, T, d] -> [B, T, H, d]): the kernel
+//     stores each row where the transposed value has it, so the value the next product
+//     reads is written once, contiguous, instead of written head-major and copied by a
+//     Transpose kernel. (Its strides then no longer grow with T, so a self-attention of
+//     batch 1 has a symbolic form: codegen/symbolic.h.)
 //  6. The remaining pointwise ops form maximal pointwise groups: a node joins the group of a
 //     pointwise producer when that producer's output has the node's shape and the node is
 //     its only consumer.
@@ -87,6 +93,9 @@ class Grouper {
   // Forms an attention group around softmax node s when the pattern holds.
   bool take_attention(const Node& s);
   void take_epilogue(int grp, ValueId start);
+  // Moves the Transpose that is the sole consumer of an attention group's result into the
+  // group, which then stores in the transposed order (Note [Grouping rules], 5).
+  void take_output_transpose(int grp);
 
   // True (and the decline logged) when group grp cannot take `more` nodes: one kernel's
   // code grows with its ops, and some compilers' time with its square.
@@ -244,6 +253,22 @@ void Grouper::take_epilogue(int grp, ValueId start) {
   }
 }
 
+void Grouper::take_output_transpose(int grp) {
+  const Node& last = node(members_[size_t(grp)].back());
+  if (last.outputs.size() != 1) return;
+  ValueId out = last.outputs[0];
+  const Node* t = ctx_.sole_consumer(out);
+  if (!t || t->op != OpKind::Transpose || ctx_.is_output(out)) return;
+  int tg = group_of_[size_t(id(t))];
+  if (tg < 0 || kinds_[size_t(tg)] != GroupKind::View || members_[size_t(tg)].size() != 1) return;
+  const int rank = shape(out).rank();
+  std::vector<int> perm = transpose_perm(*t, rank);
+  // Rows stay rows: the store is contiguous along the last axis either way.
+  if (rank < 2 || perm.back() != rank - 1) return;
+  members_[size_t(tg)].clear();
+  take(grp, id(t));
+}
+
 bool Grouper::take_attention(const Node& s) {
   if (s.op != OpKind::Softmax) return false;
   const Shape& scores_shape = shape(s.inputs[0]);
@@ -342,7 +367,9 @@ std::vector<FusionGroup> Grouper::run(bool fuse) {
     for (size_t grp = 0; grp < kinds_.size(); ++grp) {
       if (members_[grp].empty()) continue;
       if (kinds_[grp] == GroupKind::Reduction) take_epilogue(int(grp), node(anchors_[grp]).outputs[0]);
-      if (kinds_[grp] == GroupKind::Attention) take_epilogue(int(grp), node(members_[grp].back()).outputs[0]);
+      if (kinds_[grp] != GroupKind::Attention) continue;
+      take_epilogue(int(grp), node(members_[grp].back()).outputs[0]);
+      take_output_transpose(int(grp));
     }
     // 5. pointwise groups, in node order.
     for (size_t i = 0; i < nodes.size(); ++i) {

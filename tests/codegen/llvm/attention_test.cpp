@@ -139,6 +139,45 @@ output y
     CHECK(check_attention(*be, f, in, 8, 12) == 1);
   }
 
+  TEST_CASE("the heads' merge after an epilogue is the kernel's store, across batch, heads and lengths") {
+    // [b, h, t, d] -> [b, t, h, d] (BERT's and GPT-2's context): each row stored h x d apart.
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    struct Size {
+      int64_t b, h, t, d;
+    };
+    for (const Size& z : {Size{1, 1, 1, 1}, Size{1, 3, 1, 8}, Size{2, 3, 7, 5}, Size{1, 12, 33, 64}, Size{2, 2, 70, 17}}) {
+      CAPTURE(z.b);
+      CAPTURE(z.h);
+      CAPTURE(z.t);
+      CAPTURE(z.d);
+      FusedGraph f = test::fuse_text(with(R"(graph g
+input q: f32[@B@, @H@, @T@, @D@]
+input kt: f32[@B@, @H@, @D@, @T@]
+input v: f32[@B@, @H@, @T@, @D@]
+input mask: f32[@B@, 1, 1, @T@]
+const bias: f32[@D@] = randn(seed=5, std=1)
+s = MatMul(q, kt)
+a = Add(s, mask)
+p = Softmax(a) {axis=-1}
+c = MatMul(p, v)
+o = Add(c, bias)
+y = Transpose(o) {perm=[0, 2, 1, 3]}
+output y
+)",
+                                          {{"@B@", std::to_string(z.b)}, {"@H@", std::to_string(z.h)},
+                                           {"@T@", std::to_string(z.t)}, {"@D@", std::to_string(z.d)}}),
+                                     {});
+      REQUIRE(f.groups.size() == 1);
+      CHECK(f.groups[0].pattern == "matmul+add+softmax+matmul+add+transpose");
+      std::map<std::string, Tensor> in{{"q", test::randn({z.b, z.h, z.t, z.d}, 1)},
+                                       {"kt", test::randn({z.b, z.h, z.d, z.t}, 2)},
+                                       {"v", test::randn({z.b, z.h, z.t, z.d}, 3)},
+                                       {"mask", test::uniform({z.b, 1, 1, z.t}, 4, -3.0, 0.0)}};
+      CHECK(check_attention(*be, f, in, z.d, z.t) == 1);
+    }
+  }
+
   TEST_CASE("declined attention says why") {
     std::string why;
     KernelSpec s;

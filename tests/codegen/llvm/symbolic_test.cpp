@@ -125,8 +125,8 @@ TEST_SUITE("llvm/symbolic") {
   }
 
   TEST_CASE("symbolic self-attention: one compile serves every length up to its scratch bound") {
-    // One head of 32 (a multi-head context written head-major has a head stride of T x d,
-    // codegen/symbolic_test.cpp), an additive [1, 1, T] mask: queries and keys are both T.
+    // One head of 32 (BERT's 12 heads, their merge the kernel's store: codegen/symbolic_test.cpp),
+    // an additive [1, 1, T] mask: queries and keys are both T.
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
     const char* text = R"(graph attn

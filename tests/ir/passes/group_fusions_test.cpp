@@ -219,6 +219,35 @@ output c
                        std::string("attention matmul+mul+add+softmax+matmul: s m a p c\n"));
   }
 
+  TEST_CASE("attention takes the heads' merge after it, not other transposes or a result that is an output") {
+    auto graph = [](const std::string& perm, const std::string& outputs) {
+      return R"(
+graph g
+input q: f32[1, 2, T, 4]
+input k: f32[1, 2, 4, T]
+input v: f32[1, 2, T, 4]
+const merge: i64[3] = [0, 0, -1]
+s = MatMul(q, k)
+p = Softmax(s) {axis=-1}
+c = MatMul(p, v)
+t = Transpose(c) {perm=)" + perm + R"(}
+r = Reshape(t, merge)
+output )" + outputs + "\n";
+    };
+    // [1, 2, T, 4] -> [1, T, 2, 4]: the kernel stores rows where the merge puts them.
+    std::string merged = graph("[0, 2, 1, 3]", "r");
+    FUSOR_CHECK_GOLDEN(merged, groups_of(merged, {{"T", 5}}),
+                       std::string("attention matmul+softmax+matmul+transpose: s p c t\nview reshape: r\n"));
+    // The last axis moves: the store would scatter, so the transpose stays a view.
+    std::string cols = graph("[0, 1, 3, 2]", "r");
+    FUSOR_CHECK_GOLDEN(cols, groups_of(cols, {{"T", 5}}),
+                       std::string("attention matmul+softmax+matmul: s p c\nview transpose: t\nview reshape: r\n"));
+    // The context itself is an output: it is written as it is.
+    std::string both = graph("[0, 2, 1, 3]", "r, c");
+    FUSOR_CHECK_GOLDEN(both, groups_of(both, {{"T", 5}}),
+                       std::string("attention matmul+softmax+matmul: s p c\nview transpose: t\nview reshape: r\n"));
+  }
+
   TEST_CASE("attention is not formed when the probabilities are also an output") {
     const char* text = R"(
 graph g
@@ -247,7 +276,14 @@ TEST_SUITE("ir/passes/explain") {
     CHECK(bert.intermediate_bytes_after() < bert.intermediate_bytes_before);
     std::string json = explain_json(bert, {{"B", 1}, {"T", 128}});
     CHECK(json.find("\"kernels_after\": 7") != std::string::npos);
-    CHECK(json.find("\"kind\": \"attention\", \"pattern\": \"matmul+mul+add+softmax+matmul\"") != std::string::npos);
+    // The heads' merge ([B, 12, T, 64] -> [B, T, 12, 64]) is the attention kernel's store: no
+    // Transpose is left to copy the context.
+    CHECK(json.find("\"kind\": \"attention\", \"pattern\": \"matmul+mul+add+softmax+matmul+transpose\"") !=
+          std::string::npos);
+    for (const FusionGroup& grp : bert.groups)
+      for (NodeId n : grp.nodes)
+        if (bert.graph.node(n).op == OpKind::Transpose && bert.graph.node(n).name == "context_t")
+          CHECK(grp.kind == GroupKind::Attention);
     FusedGraph res = test::fuse_text(load("resnet_bottleneck"), {{"N", 1}, {"H", 56}, {"W", 56}});
     CHECK(res.kernels_after() == 3);
     FUSOR_CHECK_GOLDEN(std::string("resnet_bottleneck"), test::group_summary(res),
