@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "ir/error.h"
 #include "ir/tensor.h"
 
@@ -37,40 +41,83 @@ int64_t layout_arena(const std::vector<ArenaItem>& items, std::vector<int64_t>* 
   return total;
 }
 
-std::shared_ptr<void> ArenaPool::acquire(int64_t bytes) {
+// Note [Arena blocks]
+// ~~~~~~~~~~~~~~~~~~~
+// A run's intermediates live in one block from the engine's pool, recycled across runs, so a
+// steady state touches no fresh page. A block is given back with the capacity it has, not the
+// bytes its run asked for: the smallest block in stock that is large enough serves a smaller
+// arena, and must still serve a larger one after it.
+//
+// A never-seen shape (a new sequence length, usually a little longer than the last) needs a
+// larger arena than any in stock, and a fresh block costs a page fault per 4 KiB page on its
+// first run: the BERT layer's 1.8 MB at 128 tokens is ~450 faults, 1.5-2 ms in a VM guest,
+// a fifth of the run. So a new block is
+//  - sized by class, four per octave (2^k x 1, 1.25, 1.5, 1.75: at most 25% over), from
+//    64 KiB: the next few lengths fit in it;
+//  - from 2 MiB, a whole number of 2 MiB huge pages, aligned to one and advised as
+//    transparent huge pages (madvise(MADV_HUGEPAGE); Linux's default THP mode "madvise"
+//    honours it): one fault per 2 MiB instead of 512, and fewer TLB misses in every run.
+// The stock and the plan budget count blocks by their capacity.
+
+namespace {
+
+constexpr int64_t kHugePage = int64_t(2) << 20;
+
+void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  (void)madvise(p, bytes, MADV_HUGEPAGE);  // advice: a kernel without THP keeps 4 KiB pages
+#endif
+}
+
+}  // namespace
+
+int64_t arena_block_capacity(int64_t bytes) {
+  const int64_t align = int64_t(kTensorAlignment);
+  int64_t b = (std::max<int64_t>(bytes, 1) + align - 1) / align * align;
+  if (b < (int64_t(64) << 10)) return b;
+  int64_t octave = int64_t(1) << (63 - __builtin_clzll(uint64_t(b)));  // the power of two at or below b
+  int64_t cap = octave;
+  for (int quarter = 1; cap < b; ++quarter) cap = octave + octave / 4 * quarter;
+  if (cap >= kHugePage) cap = (cap + kHugePage - 1) / kHugePage * kHugePage;
+  return cap;
+}
+
+ArenaBlock ArenaPool::acquire(int64_t bytes) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     size_t best = spare_.size();
     for (size_t i = 0; i < spare_.size(); ++i)
-      if (spare_[i].first >= bytes && (best == spare_.size() || spare_[i].first < spare_[best].first)) best = i;
+      if (spare_[i].bytes >= bytes && (best == spare_.size() || spare_[i].bytes < spare_[best].bytes)) best = i;
     if (best < spare_.size()) {
-      std::shared_ptr<void> b = std::move(spare_[best].second);
-      spare_bytes_ -= uint64_t(spare_[best].first);
+      ArenaBlock b = std::move(spare_[best]);
+      spare_bytes_ -= uint64_t(b.bytes);
       spare_.erase(spare_.begin() + std::ptrdiff_t(best));
       return b;
     }
   }
-  size_t rounded = size_t(std::max<int64_t>(bytes, 1) + int64_t(kTensorAlignment) - 1) / kTensorAlignment * kTensorAlignment;
-  void* p = std::aligned_alloc(kTensorAlignment, rounded);
+  const int64_t cap = arena_block_capacity(bytes);
+  const bool huge = cap >= kHugePage;
+  void* p = std::aligned_alloc(huge ? size_t(kHugePage) : kTensorAlignment, size_t(cap));
   if (!p) fail(ErrorCode::OutOfMemory, "cannot allocate a ", bytes, "-byte arena for intermediates");
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  if (huge) advise_huge_pages(p, size_t(cap));
+  return ArenaBlock{std::shared_ptr<void>(p, [](void* q) { std::free(q); }), cap};
 }
 
-void ArenaPool::release(std::shared_ptr<void> block, int64_t bytes) {
+void ArenaPool::release(ArenaBlock block) {
   std::lock_guard<std::mutex> lk(mu_);
-  const uint64_t b = uint64_t(bytes);
+  const uint64_t b = uint64_t(block.bytes);
   if (max_spare_bytes_ != 0 && b > max_spare_bytes_) return;  // freed: larger than the whole stock may be
   // Make room by dropping the smallest blocks (large ones are the expensive ones to fault
   // in again), unless the new block is the smallest.
   auto over = [&] { return spare_.size() >= kMaxSpare || (max_spare_bytes_ != 0 && spare_bytes_ + b > max_spare_bytes_); };
   while (!spare_.empty() && over()) {
-    auto smallest = std::min_element(spare_.begin(), spare_.end(), [](auto& x, auto& y) { return x.first < y.first; });
-    if (smallest->first >= bytes) return;
-    spare_bytes_ -= uint64_t(smallest->first);
+    auto smallest = std::min_element(spare_.begin(), spare_.end(), [](auto& x, auto& y) { return x.bytes < y.bytes; });
+    if (smallest->bytes >= block.bytes) return;
+    spare_bytes_ -= uint64_t(smallest->bytes);
     spare_.erase(smallest);
   }
   spare_bytes_ += b;
-  spare_.emplace_back(bytes, std::move(block));
+  spare_.push_back(std::move(block));
 }
 
 uint64_t ArenaPool::spare_bytes() const {

@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "ir/random.h"
 #include "jit/arena.h"
 
@@ -40,35 +44,72 @@ TEST_SUITE("jit/arena") {
     }
   }
 
-  TEST_CASE("the pool recycles blocks") {
+  TEST_CASE("the pool recycles blocks, which keep their capacity when they serve less") {
     ArenaPool pool;
-    std::shared_ptr<void> a = pool.acquire(4096);
-    void* raw = a.get();
-    pool.release(std::move(a), 4096);
-    std::shared_ptr<void> b = pool.acquire(1000);
-    CHECK(b.get() == raw);
-    std::shared_ptr<void> c = pool.acquire(8192);
-    CHECK(c.get() != raw);
+    ArenaBlock a = pool.acquire(4096);
+    void* raw = a.memory.get();
+    CHECK(a.bytes == 4096);
+    pool.release(std::move(a));
+    ArenaBlock b = pool.acquire(1000);
+    CHECK(b.memory.get() == raw);
+    CHECK(b.bytes == 4096);
+    ArenaBlock c = pool.acquire(8192);
+    CHECK(c.memory.get() != raw);
+    pool.release(std::move(b));
+    // Given back as 4096 bytes, not the 1000 it served: a 4000-byte arena still fits in it.
+    CHECK(pool.spare_bytes() == 4096);
+    CHECK(pool.acquire(4000).memory.get() == raw);
+  }
+
+  TEST_CASE("new blocks come in size classes, from 2 MiB in whole huge pages") {
+    CHECK(arena_block_capacity(0) == 64);
+    CHECK(arena_block_capacity(1) == 64);
+    CHECK(arena_block_capacity(4000) == 4032);  // small: 64-byte multiples
+    const int64_t k = 1024, m = 1024 * 1024;
+    CHECK(arena_block_capacity(64 * k) == 64 * k);
+    CHECK(arena_block_capacity(64 * k + 1) == 80 * k);  // 1.25 x 64 KiB
+    CHECK(arena_block_capacity(100 * k) == 112 * k);    // 1.75 x 64 KiB
+    CHECK(arena_block_capacity(113 * k) == 128 * k);
+    CHECK(arena_block_capacity(1843200) == 2 * m);  // the BERT layer's arena at 128 tokens
+    CHECK(arena_block_capacity(2 * m + 1) == 4 * m);  // 2.5 MiB, rounded up to huge pages
+    CHECK(arena_block_capacity(5 * m) == 6 * m);
+    for (int64_t b = 1; b < 64 * m; b = b * 3 / 2 + 7) {
+      CAPTURE(b);
+      const int64_t cap = arena_block_capacity(b);
+      CHECK(cap >= b);
+      CHECK(cap % 64 == 0);
+      CHECK(cap <= std::max<int64_t>(b + 63, b + b / 4 + 2 * m));
+      if (cap >= 2 * m) CHECK(cap % (2 * m) == 0);
+    }
+    // A block from the 2 MiB classes is aligned to a huge page and holds its capacity.
+    ArenaPool pool;
+    ArenaBlock big = pool.acquire(3 * m);
+    CHECK(big.bytes == 4 * m);
+    CHECK(reinterpret_cast<uintptr_t>(big.memory.get()) % uintptr_t(2 * m) == 0);
+    std::memset(big.memory.get(), 1, size_t(big.bytes));
   }
 
   TEST_CASE("the pool's stock is bounded in bytes and keeps the largest blocks") {
     ArenaPool pool(10000);
-    std::shared_ptr<void> a = pool.acquire(4000), b = pool.acquire(5000), c = pool.acquire(3000);
-    void* rb = b.get();
-    pool.release(std::move(a), 4000);
-    pool.release(std::move(b), 5000);
-    CHECK(pool.spare_bytes() == 9000);
-    pool.release(std::move(c), 3000);  // 12000 > 10000: the smallest block (itself) is freed
-    CHECK(pool.spare_bytes() == 9000);
-    pool.release(pool.acquire(20000), 20000);  // larger than the whole stock may be: freed
-    CHECK(pool.spare_bytes() == 9000);
-    std::shared_ptr<void> d = pool.acquire(4500);  // the smallest that fits: the 5000 block
-    CHECK(d.get() == rb);
-    pool.release(std::move(d), 5000);
-    std::shared_ptr<void> e = pool.acquire(6000);
-    void* re = e.get();
-    pool.release(std::move(e), 6000);  // 15000: the 4000 then the 5000 block go, smaller than it
-    CHECK(pool.spare_bytes() == 6000);
-    CHECK(pool.acquire(100).get() == re);
+    ArenaBlock a = pool.acquire(4000), b = pool.acquire(5000), c = pool.acquire(3000);
+    CHECK(a.bytes == 4032);
+    CHECK(b.bytes == 5056);
+    CHECK(c.bytes == 3008);
+    void* rb = b.memory.get();
+    pool.release(std::move(a));
+    pool.release(std::move(b));
+    CHECK(pool.spare_bytes() == 9088);
+    pool.release(std::move(c));  // 12096 > 10000: the smallest block (itself) is freed
+    CHECK(pool.spare_bytes() == 9088);
+    pool.release(pool.acquire(20000));  // larger than the whole stock may be: freed
+    CHECK(pool.spare_bytes() == 9088);
+    ArenaBlock d = pool.acquire(4500);  // the smallest that fits: the 5056 block
+    CHECK(d.memory.get() == rb);
+    pool.release(std::move(d));
+    ArenaBlock e = pool.acquire(6000);
+    void* re = e.memory.get();
+    pool.release(std::move(e));  // 15104: the 4032 then the 5056 block go, smaller than it
+    CHECK(pool.spare_bytes() == 6016);
+    CHECK(pool.acquire(100).memory.get() == re);
   }
 }
