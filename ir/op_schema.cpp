@@ -62,7 +62,7 @@ const Tensor& InferContext::require_constant(int i, std::string_view what) const
 
 void InferContext::set_output(int i, DType dtype, Shape shape) {
   FUSOR_ASSERT(i >= 0 && size_t(i) < outputs_->size(), node_label(node_), " output ", i);
-  checked_numel(shape.dims(), node_label(node_) + " output " + std::to_string(i) + " " + shape.str());
+  checked_numel_by(shape.dims(), [&] { return node_label(node_) + " output " + std::to_string(i) + " " + shape.str(); });
   (*outputs_)[size_t(i)] = TensorType{dtype, std::move(shape)};
 }
 

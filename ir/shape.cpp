@@ -16,7 +16,23 @@ int64_t checked_numel(const std::vector<int64_t>& dims, const std::string& what)
   return n;
 }
 
-int64_t Shape::numel() const { return checked_numel(dims_, "shape " + str()); }
+int64_t try_numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return -1;
+    if (d == 0) {
+      n = 0;
+      continue;  // a negative dim after it is still an error
+    }
+    if (n > kMaxElements / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+int64_t Shape::numel() const {
+  return checked_numel_by(dims_, [this] { return "shape " + str(); });
+}
 
 std::vector<int64_t> Shape::strides() const {
   std::vector<int64_t> s(dims_.size());

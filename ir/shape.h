@@ -45,6 +45,17 @@ class Shape {
 /// InvalidArgument when a dim is negative.
 int64_t checked_numel(const std::vector<int64_t>& dims, const std::string& what);
 
+/// The product of dims, or -1 when a dim is negative or the product exceeds kMaxElements.
+int64_t try_numel(const std::vector<int64_t>& dims);
+
+/// checked_numel, with the description made by describe() only when it throws: numel runs
+/// on every shape the passes, the planner and each run touch.
+template <class Describe>
+int64_t checked_numel_by(const std::vector<int64_t>& dims, const Describe& describe) {
+  const int64_t n = try_numel(dims);
+  return n >= 0 ? n : checked_numel(dims, describe());
+}
+
 /// Numpy broadcasting of two shapes; returns false when they do not broadcast.
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out);
 

@@ -18,7 +18,7 @@ std::shared_ptr<void> allocate(size_t bytes, const std::string& what) {
 
 Tensor Tensor::empty(DType dtype, Shape shape) {
   Tensor t;
-  t.numel_ = checked_numel(shape.dims(), "tensor " + std::string(dtype_name(dtype)) + shape.str());
+  t.numel_ = checked_numel_by(shape.dims(), [&] { return "tensor " + std::string(dtype_name(dtype)) + shape.str(); });
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.owner_ = allocate(t.nbytes(), t.type_str());
@@ -35,7 +35,7 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
 
 Tensor Tensor::borrow(void* data, DType dtype, Shape shape) {
   Tensor t;
-  t.numel_ = checked_numel(shape.dims(), "tensor " + std::string(dtype_name(dtype)) + shape.str());
+  t.numel_ = checked_numel_by(shape.dims(), [&] { return "tensor " + std::string(dtype_name(dtype)) + shape.str(); });
   FUSOR_CHECK(data != nullptr || t.numel_ == 0, InvalidArgument,
               "Tensor::borrow: null data for ", dtype_name(dtype), shape.str());
   t.dtype_ = dtype;
@@ -47,7 +47,7 @@ Tensor Tensor::borrow(void* data, DType dtype, Shape shape) {
 
 Tensor Tensor::wrap_device(uint64_t address, DType dtype, Shape shape, std::shared_ptr<void> owner) {
   Tensor t;
-  t.numel_ = checked_numel(shape.dims(), "tensor " + std::string(dtype_name(dtype)) + shape.str());
+  t.numel_ = checked_numel_by(shape.dims(), [&] { return "tensor " + std::string(dtype_name(dtype)) + shape.str(); });
   FUSOR_CHECK(address != 0 || t.numel_ == 0, InvalidArgument, "Tensor::wrap_device: null device address for ",
               dtype_name(dtype), shape.str());
   t.dtype_ = dtype;
@@ -129,7 +129,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
-  int64_t n = checked_numel(shape.dims(), "reshape target " + shape.str());
+  int64_t n = checked_numel_by(shape.dims(), [&] { return "reshape target " + shape.str(); });
   FUSOR_CHECK(n == numel_, ShapeMismatch, "cannot view ", type_str(), " as ", shape.str(),
               ": element counts differ");
   Tensor t = *this;
