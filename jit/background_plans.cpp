@@ -33,6 +33,10 @@ namespace {
 // elsewhere, and where it is refused, the thread keeps its priority.
 constexpr int kBackgroundNice = 10;
 
+// The most a job waits for the run its first plan serves (Note [Background plans]); that
+// run opens the gate when it ends, so this bounds only an entry built without one.
+constexpr std::chrono::milliseconds kFirstRunWait{1000};
+
 void lower_this_threads_priority() {
 #if defined(__linux__)
   const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
@@ -81,6 +85,9 @@ void BackgroundPlans::loop() {
     jobs_.pop_front();
     busy_ = true;
     lk.unlock();
+    // The run the first plan was built for goes first: compiling beside it would slow the
+    // very request the first plan exists to serve at once.
+    job.entry->first_run.wait(kFirstRunWait);
     try {
       std::shared_ptr<const ExecutablePlan> plan = build_(job.graph, job.key.inputs, *job.entry->plan.load());
       const uint64_t bytes = plan->bytes;

@@ -36,13 +36,12 @@ struct Engine::Impl {
     return k;
   }
 
-  // The plan serving `key`, built on a miss (Note [Background plans]: perhaps a first plan).
-  std::shared_ptr<const ExecutablePlan> plan(const Graph& g, const PlanKey& k) {
+  // The entry serving `key`, built on a miss (Note [Background plans]: perhaps a first plan).
+  std::shared_ptr<const PlanEntry> entry(const Graph& g, const PlanKey& k) {
     return plans->get_or_build(k, [&] {
-                   heap.maybe_release();  // Note [Releasing evicted memory]
-                   return executor->build(g, k);
-                 })
-        ->plan.load();
+      heap.maybe_release();  // Note [Releasing evicted memory]
+      return executor->build(g, k);
+    });
   }
 
   ExecutorContext context;
@@ -72,13 +71,18 @@ void Engine::run(const Graph& graph, const TensorMap& inputs, TensorMap& outputs
   std::vector<TensorType> types = bind_run(graph, inputs, outputs, &feeds);
   m.executor->check_inputs(graph, feeds);
   const PlanKey key = m.key(graph, std::move(types));
-  std::shared_ptr<const ExecutablePlan> plan = m.plan(graph, key);
-  m.executor->execute(*plan, feeds, outputs);
+  std::shared_ptr<const PlanEntry> entry = m.entry(graph, key);
+  // However the run ends, its entry's final plan may start compiling (Note [Background plans]).
+  struct OpenGate {
+    const PlanEntry& e;
+    ~OpenGate() { e.first_run.open(); }
+  } open_gate{*entry};
+  m.executor->execute(*entry->plan.load(), feeds, outputs);
 }
 
 void Engine::prepare(const Graph& graph, const DimBindings& dims) {
   std::vector<TensorType> types = input_types_from_dims(graph, dims);
-  impl_->plan(graph, impl_->key(graph, types));
+  impl_->entry(graph, impl_->key(graph, types))->first_run.open();  // no run waits on it
   impl_->executor->drain();  // the final plan, not the one serving until it is ready
   if (impl_->context.options.verify != VerifyMode::Off) run(graph, verify_inputs(graph, types));
 }
@@ -120,7 +124,7 @@ std::string Engine::explain(const Graph& graph, const DimBindings& dims, bool js
   // checked it yet), and its verdicts beside the groups.
   prepare(graph, dims);
   const std::vector<GroupVerdict> verdicts =
-      impl_->executor->plan_verdicts(*impl_->plan(graph, impl_->key(graph, types)));
+      impl_->executor->plan_verdicts(*impl_->entry(graph, impl_->key(graph, types))->plan.load());
   if (json) {
     add_member(report, "verify", verdicts_json(verdicts));
     return report;

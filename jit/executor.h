@@ -8,6 +8,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,10 +59,36 @@ class PlanSlot {
   std::shared_ptr<const ExecutablePlan> plan_;
 };
 
+/// A latch a background job waits on until the first run of its entry has ended.
+class FirstRunGate {
+ public:
+  void open() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (open_) return;
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  /// Waits until open() or `timeout` has passed.
+  void wait(std::chrono::milliseconds timeout) const {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait_for(lk, timeout, [&] { return open_; });
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool open_ = false;
+};
+
 /// A plan cache entry: the plan serving its key now. A later plan may replace it (Note
 /// [Background plans]); a run loads it once and uses that plan throughout.
 struct PlanEntry {
   mutable PlanSlot plan;
+  /// Opened once the run that built the entry has ended (or at once when no run waits on
+  /// it): the entry's final plan starts compiling only then (Note [Background plans]).
+  mutable FirstRunGate first_run;
 };
 
 /// The plans of an engine, by Note [Plan key].
