@@ -57,7 +57,10 @@ int64_t layout_arena(const std::vector<ArenaItem>& items, std::vector<int64_t>* 
 //  - from 2 MiB, a whole number of 2 MiB huge pages, aligned to one and advised as
 //    transparent huge pages (madvise(MADV_HUGEPAGE); Linux's default THP mode "madvise"
 //    honours it): one fault per 2 MiB instead of 512, and fewer TLB misses in every run.
-// The stock and the plan budget count blocks by their capacity.
+// The stock counts blocks by their capacity; the plan budget charges a plan its layout's
+// bytes (arena_bytes), at most a fifth less. On the BERT layer served at lengths 100-139 in
+// turn (one thread), each new length's first run took 2.2-2.5 ms longer than its second
+// before, 0.5 ms after.
 
 namespace {
 
