@@ -13,6 +13,13 @@ namespace {
 
 bool is_view_op(OpKind op) { return op_family(op) == OpFamily::View; }
 
+// False for a view op a compute group took (an attention's output transpose: its store).
+bool is_view_group_node(const FusedGraph& fused, NodeId n) {
+  for (const FusionGroup& grp : fused.groups)
+    if (grp.kind != GroupKind::View && std::find(grp.nodes.begin(), grp.nodes.end(), n) != grp.nodes.end()) return false;
+  return true;
+}
+
 // Thrown inside the lowerer when a group cannot be expressed; caught in lower_group.
 struct NotLowerable {
   std::string why;
@@ -80,7 +87,8 @@ class Lowerer {
   int32_t load(Builder& b, StridedAccess a);
   // Emits pointwise node n (all its inputs available) and records its output.
   void emit(Builder& b, const Node& n);
-  void store(Builder& b, ValueId v);
+  // Stores v's value over b's space: contiguously, or at `strides` (one per dim of the space).
+  void store(Builder& b, ValueId v, std::vector<int64_t> strides = {});
   // A Transpose ending a group (an attention group's output transpose): its input's value,
   // stored at the transposed place.
   void emit_transpose(Builder& b, const Node& n);
@@ -152,13 +160,13 @@ int32_t Lowerer::value(Builder& b, ValueId v) {
 }
 
 void Lowerer::emit(Builder& b, const Node& n) {
-  DType t = type(n.outputs[0]).dtype;
-  // Operands are materialized in input order (not in C++'s unspecified argument order), so
-  // specs and their hashes are the same whichever compiler built fusor.
   if (n.op == OpKind::Transpose) {
     emit_transpose(b, n);
     return;
   }
+  DType t = type(n.outputs[0]).dtype;
+  // Operands are materialized in input order (not in C++'s unspecified argument order), so
+  // specs and their hashes are the same whichever compiler built fusor.
   std::vector<int32_t> operand;
   if (n.op != OpKind::BatchNormalization)
     for (ValueId v : n.inputs) operand.push_back(v == kNoValue ? -1 : value(b, v));
@@ -287,13 +295,13 @@ void Lowerer::emit(Builder& b, const Node& n) {
   if (is_group_output(n.outputs[0])) store(b, n.outputs[0]);
 }
 
-void Lowerer::store(Builder& b, ValueId v) {
+void Lowerer::store(Builder& b, ValueId v, std::vector<int64_t> strides) {
   if (type(v).shape.dims() != b.space && type(v).shape.numel() != Shape(b.space).numel())
     throw NotLowerable{"output '" + g_.value(v).name + "' does not cover the index space"};
   StridedAccess a;
   a.buffer = buffer(v, true);
   a.dtype = type(v).dtype;
-  a.strides = Shape(b.space).strides();
+  a.strides = strides.empty() ? Shape(b.space).strides() : std::move(strides);
   b.g.accesses.push_back(a);
   b.g.stores.push_back({b.node_of.at(v), int32_t(b.g.accesses.size() - 1)});
 }
@@ -301,19 +309,14 @@ void Lowerer::store(Builder& b, ValueId v) {
 void Lowerer::emit_transpose(Builder& b, const Node& n) {
   ValueId in = n.inputs[0], out = n.outputs[0];
   if (type(in).shape.dims() != b.space) throw NotLowerable{"a Transpose whose input is not the group's index space"};
-  const int32_t x = value(b, in);
-  b.node_of[out] = x;
+  b.node_of[out] = value(b, in);
   if (!is_group_output(out)) return;
   // Element i of the space lands at the transposed index: out dim d is space dim perm[d].
-  std::vector<int> perm = transpose_perm(n, int(b.space.size()));
-  std::vector<int64_t> out_strides = type(out).shape.strides();
-  StridedAccess a;
-  a.buffer = buffer(out, true);
-  a.dtype = type(out).dtype;
-  a.strides.assign(b.space.size(), 0);
-  for (size_t d = 0; d < perm.size(); ++d) a.strides[size_t(perm[d])] = out_strides[d];
-  b.g.accesses.push_back(a);
-  b.g.stores.push_back({x, int32_t(b.g.accesses.size() - 1)});
+  const std::vector<int> perm = transpose_perm(n, int(b.space.size()));
+  const std::vector<int64_t> out_strides = type(out).shape.strides();
+  std::vector<int64_t> strides(b.space.size(), 0);
+  for (size_t d = 0; d < perm.size(); ++d) strides[size_t(perm[d])] = out_strides[d];
+  store(b, out, std::move(strides));
 }
 
 void Lowerer::emit_range(Builder& b, size_t from, size_t to) {
@@ -585,16 +588,6 @@ KernelSpec Lowerer::run() {
     default: throw NotLowerable{std::string(group_kind_name(grp_.kind)) + " groups have no kernel"};
   }
   return std::move(spec_);
-}
-
-}  // namespace
-
-namespace {
-
-bool is_view_group_node(const FusedGraph& fused, NodeId n) {
-  for (const FusionGroup& grp : fused.groups)
-    if (grp.kind != GroupKind::View && std::find(grp.nodes.begin(), grp.nodes.end(), n) != grp.nodes.end()) return false;
-  return true;
 }
 
 }  // namespace

@@ -14,10 +14,11 @@
 // entry for the final plan (its arena and its kernels) instead of the first. A job starts
 // only once the run that built its entry has ended (PlanEntry::first_run; Engine::prepare
 // opens it at once): compiling beside that run slowed the very request a first plan exists
-// to serve, by 1-1.5 ms of the BERT layer's ~10 at a new length on a 2-vCPU Zen 5, even at
-// a lower priority (the two share caches, memory bandwidth and the process's page tables).
-// Jobs run one at a time, in order; the
-// engine's destructor drops the jobs not started and waits for the one running. A job that
+// to serve, even at a lower priority (the two share caches, memory bandwidth and the
+// process's page tables): on a 2-vCPU Zen 5, the BERT layer's first run at a new length
+// took 0.2-0.3 ms longer at the median, and up to 23 ms against ~11 in one run of eight.
+// Jobs run one at a time, in order; the engine's destructor drops the jobs not started and
+// waits for the one running. A job that
 // fails leaves the first plan in place and warns. Compiles on this thread count as
 // kernels_compiled_background. With tiering the first plan is on asmjit kernels and the
 // final one keeps the faster of the two kernels per group (Note [Tiering]); with

@@ -60,26 +60,27 @@ class PlanSlot {
 };
 
 /// A latch a background job waits on until the first run of its entry has ended.
+/// Every run opens it: once open, that is one atomic load and no lock.
 class FirstRunGate {
  public:
   void open() {
+    if (open_.load(std::memory_order_acquire)) return;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      if (open_) return;
-      open_ = true;
+      open_.store(true, std::memory_order_release);
     }
     cv_.notify_all();
   }
   /// Waits until open() or `timeout` has passed.
   void wait(std::chrono::milliseconds timeout) const {
     std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait_for(lk, timeout, [&] { return open_; });
+    cv_.wait_for(lk, timeout, [&] { return open_.load(std::memory_order_acquire); });
   }
 
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  bool open_ = false;
+  std::atomic<bool> open_{false};
 };
 
 /// A plan cache entry: the plan serving its key now. A later plan may replace it (Note
