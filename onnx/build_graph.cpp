@@ -6,6 +6,7 @@
 
 #include "ir/op_schema.h"
 #include "ir/verifier.h"
+#include "onnx/compositions.h"
 #include "onnx/convert_attribute.h"
 #include "onnx/index_model.h"
 #include "onnx/load_onnx.h"
@@ -25,9 +26,11 @@ namespace fusor::onnx_import {
 //    are then taken in a topological order (the one of the file when it is one);
 // 3. liveness: only the nodes graph outputs depend on are converted (dead code neither
 //    costs run time nor fails the load);
-// 4. operators: every live node's operator must be one of fusor's (ir/ops.def) or one the
-//    loader resolves itself (Constant, Identity, Dropout), in the default domain, at an
-//    opset op_forms.h accepts. All the offenders are named in one Unsupported error;
+// 4. operators: every live node's operator must be one of fusor's (ir/ops.def), one the
+//    loader resolves itself (Constant, Identity, Dropout) or one it writes as fusor's
+//    (onnx/compositions.h: LogSoftmax, Elu, PRelu, ...), in the default domain, at an
+//    opset op_forms.h (or the composition) accepts. All the offenders are named in one
+//    Unsupported error;
 // 5. conversion: graph inputs (dim_param → named dims, unnamed dynamic dims →
 //    "<input>_d<axis>", reported), initializers (decoded when first used), Constant nodes
 //    → constants, Identity/Dropout → their input, every other node → a fusor node whose
@@ -37,7 +40,9 @@ namespace fusor::onnx_import {
 //    be a constant; an attribute fusor takes as an input becomes a constant). Outputs fusor
 //    does not produce (MaxPool's Indices, BatchNormalization's running statistics) must be
 //    unused; LayerNormalization's Mean and InvStdDev are computed beside it when used, and
-//    Pow's exponent takes the base's dtype when the loader knows both (track_dtype);
+//    Pow's exponent takes the base's dtype when the loader knows both (track_dtype); a
+//    composed operator, or a form of one that fusor's kernels lack (a 1-D Conv), becomes
+//    the nodes of its body, converted in turn (Note [Compositions]);
 // 6. graph outputs keep their ONNX names: when an output is an Identity of another value,
 //    that value takes the output's name, or, where it cannot (a graph input, or a value two
 //    outputs share), a same-dtype Cast copies it under that name;
@@ -320,6 +325,12 @@ class Builder {
   void convert_node(const OnnxNode& n) {
     if (n.op_type == "Constant") return convert_constant(n);
     if (n.op_type == "Identity" || n.op_type == "Dropout") return convert_pass_through(n);
+    {
+      Composer cx(*this, n);
+      const Composition* c = composed_operator(n.op_type);
+      if (!c) c = composed_form(n, cx);
+      if (c) return convert_composed(n, *c, cx);
+    }
     OpKind kind;
     FUSOR_ASSERT(parse_op_kind(n.op_type, &kind), "operator checked before conversion: ", n.op_type);
     const OpSchema& schema = op_schema(kind);
@@ -418,6 +429,85 @@ class Builder {
     for (size_t k = 0; k < n.outputs.size() && k < made.outputs.size(); ++k)
       if (!n.outputs[k].empty()) values_[n.outputs[k]] = made.outputs[k];
     track_dtype(n, attrs);
+  }
+
+  // ---- compositions (Note [Compositions] in onnx/compositions.cpp) -----------------------
+
+  // What a composition of node n asks of the loader.
+  class Composer final : public CompositionContext {
+   public:
+    Composer(Builder& b, const OnnxNode& n) : b_(b), n_(n) {}
+
+    std::string fresh(std::string_view what) override {
+      const std::string base = n_.outputs.empty() || n_.outputs[0].empty() ? n_.op_type : n_.outputs[0];
+      for (size_t& i = b_.next_composed_[base];;) {
+        std::string s = base + "/" + std::string(what) + "_" + std::to_string(++i);
+        if (!b_.ix_.producer.count(s) && !b_.ix_.initializer.count(s) && !b_.ix_.declared_inputs.count(s) &&
+            !b_.values_.count(s))
+          return s;
+      }
+    }
+    std::string scalar(double value, const std::string& like) override {
+      DType d = DType::F32;
+      if (DType t; b_.known_dtype(like, &t) && is_floating(t)) d = t;
+      return add(Tensor::from_doubles(d, Shape{}, {value}), "const");
+    }
+    std::string ints(const std::vector<int64_t>& values) override {
+      Tensor t = Tensor::empty(DType::I64, Shape{int64_t(values.size())});
+      std::copy(values.begin(), values.end(), t.data<int64_t>());
+      return add(std::move(t), "ints");
+    }
+    std::string unsqueezed_constant(const std::string& name, int axis) override {
+      // An initializer not converted yet is decoded here alone: the original never joins the graph.
+      Tensor t;
+      if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end() && !b_.values_.count(name))
+        t = b_.tensors_.decode(b_.m_.initializers[init->second], "initializer '" + name + "'");
+      else if (const Tensor* c = b_.constant_of(name))
+        t = c->clone();
+      else
+        return "";
+      std::vector<int64_t> dims = t.shape().dims();
+      if (axis < 0 || axis > int(dims.size())) return "";
+      dims.insert(dims.begin() + axis, 1);
+      Tensor r = b_.guard([&] { return t.reshaped(Shape(dims)); });
+      return add(std::move(r), "unsqueezed");
+    }
+    int known_rank(const std::string& name) override {
+      if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end())
+        return int(b_.m_.initializers[init->second].dims.size());
+      if (b_.ix_.is_graph_input(name))
+        for (const OnnxValueInfo& in : b_.m_.inputs)
+          if (in.name == name && in.has_shape) return int(in.dims.size());
+      if (auto it = b_.values_.find(name); it != b_.values_.end())
+        if (const Tensor* t = b_.g_.constant_data(it->second)) return t->rank();
+      return -1;
+    }
+    bool used(const std::string& name) const override { return b_.ix_.used(name); }
+    [[noreturn]] void fail(ErrorCode code, const std::string& message) const override {
+      b_.node_error(n_, code, message);
+    }
+
+   private:
+    std::string add(Tensor t, std::string_view what) {
+      std::string onnx_name = fresh(what);
+      std::string name = b_.fresh_name(b_.new_node_name_base(n_) + "_" + std::string(what));
+      b_.values_[onnx_name] = b_.guard([&] { return b_.g_.add_constant(name, std::move(t)); });
+      return onnx_name;
+    }
+
+    Builder& b_;
+    const OnnxNode& n_;
+  };
+
+  // Node n as its composition's nodes, each converted as a model's node is.
+  void convert_composed(const OnnxNode& n, const Composition& c, Composer& cx) {
+    for (const OnnxNode& m : c.body(n, cx)) {
+      try {
+        convert_node(m);
+      } catch (const Error& e) {
+        fail(e.code(), e.message(), " (", label(n), " is computed as fusor's ", m.op_type, " and other operators)");
+      }
+    }
   }
 
   // ONNX's Pow takes an exponent of any numeric dtype; fusor's takes the base's. When both
@@ -665,6 +755,7 @@ class Builder {
   std::set<std::string> reserved_;              // fusor names of graph inputs and outputs
   std::set<std::string> node_names_;
   std::map<std::string, size_t> next_suffix_;   // fresh_name's counters
+  std::map<std::string, size_t> next_composed_; // Composer::fresh's counters
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "ir/error.h"
 #include "ir/op_kind.h"
+#include "onnx/compositions.h"
 #include "onnx/load_onnx.h"
 #include "onnx/op_forms.h"
 
@@ -231,12 +232,13 @@ class Indexer {
         model_error(ErrorCode::ParseError, "the model imports no default-domain opset, yet ", onnx_node_label(n),
                     " uses it");
       OpKind kind;
-      const bool known = resolved_by_loader(n.op_type) || parse_op_kind(n.op_type, &kind);
+      const Composition* composed = composed_operator(n.op_type);
+      const bool known = resolved_by_loader(n.op_type) || composed || parse_op_kind(n.op_type, &kind);
       if (!known) {
         add(n.op_type, n.op_type + " (opset " + std::to_string(ix_.opset) + ": not a fusor operator)", n);
         continue;
       }
-      const int64_t since = op_since_opset(n.op_type);
+      const int64_t since = composed ? composed->since_opset : op_since_opset(n.op_type);
       if (ix_.opset < since)
         add(n.op_type,
             n.op_type + " (opset " + std::to_string(ix_.opset) + ": fusor implements it as defined from opset " +

@@ -11,6 +11,7 @@
 #include "ir/op_kind.h"
 #include "ir/text_format.h"
 #include "onnx/build_graph.h"
+#include "onnx/compositions.h"
 #include "onnx/model_files.h"
 #include "onnx/op_forms.h"
 #include "onnx/read_model.h"
@@ -93,6 +94,14 @@ std::vector<OnnxOperator> onnx_operators() {
   for (int k = 0; k < kNumOpKinds; ++k) {
     std::string name(op_name(OpKind(k)));
     ops.push_back({name, onnx_import::op_since_opset(name), onnx_import::op_note(name)});
+  }
+  for (const onnx_import::Composition& c : onnx_import::compositions()) {
+    if (!c.applies) {
+      ops.push_back({std::string(c.op_type), c.since_opset, std::string(c.note)});
+      continue;
+    }
+    for (OnnxOperator& op : ops)  // a form of one of fusor's operators
+      if (op.op_type == c.op_type) op.note += (op.note.empty() ? "" : "; ") + std::string(c.note);
   }
   ops.push_back({"Constant", onnx_import::op_since_opset("Constant"), "a constant"});
   ops.push_back({"Identity", onnx_import::op_since_opset("Identity"), "removed"});

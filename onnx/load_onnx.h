@@ -98,7 +98,9 @@ struct OnnxOperator {
 };
 
 /// Every operator the loader takes, sorted by op_type: those of ir/ops.def (the one list of
-/// fusor's operators) and those the loader itself resolves (Constant, Identity, Dropout).
+/// fusor's operators), those the loader writes as fusor's (onnx/compositions.h: LogSoftmax,
+/// Elu, PRelu, ...; and 1-D Conv and pooling, noted on those rows) and those it resolves
+/// itself (Constant, Identity, Dropout).
 std::vector<OnnxOperator> onnx_operators();
 
 /// The default-domain opsets load_onnx accepts for a model: [kOnnxMinOpset, kOnnxMaxOpset]

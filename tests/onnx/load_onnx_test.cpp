@@ -449,9 +449,22 @@ output y
     CHECK(t.at(3) == 4);
   }
 
-  TEST_CASE("onnx_operators lists every operator of ir/ops.def and those the loader resolves") {
+  TEST_CASE("onnx_operators lists every operator of ir/ops.def, those the loader composes and those it resolves") {
     std::vector<OnnxOperator> ops = onnx_operators();
-    CHECK(ops.size() == size_t(kNumOpKinds) + 3);
+    const char* composed[] = {"LogSoftmax", "Softplus", "Mish", "Softsign", "Elu", "Selu", "Celu", "ThresholdedRelu",
+                              "PRelu", "Shrink", "Sum", "Mean", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                              "ReduceLogSum", "ReduceLogSumExp", "InstanceNormalization"};
+    CHECK(ops.size() == size_t(kNumOpKinds) + 3 + std::size(composed));
+    for (const char* c : composed) {
+      auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOperator& o) { return o.op_type == c; });
+      REQUIRE_MESSAGE(it != ops.end(), c);
+      CHECK(it->note.rfind("as ", 0) == 0);
+    }
+    for (const char* form : {"Conv", "MaxPool", "AveragePool"}) {
+      auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOperator& o) { return o.op_type == form; });
+      REQUIRE(it != ops.end());
+      CHECK(it->note.find("1-D") != std::string::npos);
+    }
     for (int k = 0; k < kNumOpKinds; ++k) {
       std::string name(op_name(OpKind(k)));
       auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOperator& o) { return o.op_type == name; });

@@ -13,9 +13,10 @@ namespace fusor::cli {
 const char* const kOpsUsage =
     "usage: fusor ops [MODEL.onnx] [--markdown]\n"
     "\n"
-    "Without a model: the ONNX operators fusor loads (fusor's operators, ir/ops.def, and\n"
-    "those the loader resolves itself), each with the first default-domain opset whose\n"
-    "semantics fusor implements; a model's opset may be anything from there to 18.\n"
+    "Without a model: the ONNX operators fusor loads (fusor's operators, ir/ops.def, those\n"
+    "the loader writes as fusor's, and those it resolves itself), each with the first\n"
+    "default-domain opset whose semantics fusor implements; a model's opset may be\n"
+    "anything from there to 18.\n"
     "With a model: the operators it uses, their node counts, and whether fusor supports\n"
     "each (exit 4 when one is not).\n"
     "\n"

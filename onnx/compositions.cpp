@@ -1,0 +1,397 @@
+#include "onnx/compositions.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "ir/error.h"
+
+namespace fusor::onnx_import {
+
+// Note [Compositions]
+// ~~~~~~~~~~~~~~~~~~~
+// Many ONNX operators are, in ONNX's own definition, functions of others: LogSoftmax is
+// x - max - log(sum(exp(x - max))), Elu a Where over an Exp, ReduceL2 a Sqrt of a ReduceSum
+// of squares. fusor has the operators those bodies use, and its fusion passes turn a chain of
+// them into one kernel (the pointwise ones always; Note [Grouping rules]). So the loader
+// writes such a node as its body, a few ONNX nodes of fusor's operators with fresh names
+// for the intermediates, and converts them as it converts the model's own: every opset form
+// of their operands (attribute or input), every dtype rule and message applies unchanged.
+// The last node of a body writes the node's output, under its name.
+//
+// Bodies are written for numbers, not only for the formula: Softplus is max(x, 0) +
+// log(1 + exp(-|x|)) (the literal log(exp(x) + 1) overflows from x = 89), ReduceLogSumExp
+// subtracts the max (a finite one: a row of -inf keeps -inf), LogSoftmax subtracts the max
+// before the exponential, as ORT's kernels do. Each is checked against ONNX's reference
+// outputs by the node tests (tests/onnx/conformance.cpp) on every CPU backend, and against
+// hand-computed values in tests/onnx/compositions_test.cpp.
+//
+// A form of an operator fusor has but whose kernels lack it is composed too: a 1-D Conv,
+// MaxPool or AveragePool (Whisper's and wav2vec's front ends, temporal convolutions) is the
+// 2-D one over [N, C, 1, L]: Unsqueeze, the 2-D op with its attributes widened (kernel 1 x k,
+// pads [0, b, 0, e]), Squeeze. Constant 1-D weights are reshaped once at load, so they stay
+// constants the convolution packs. Unsqueeze and Squeeze are views (no kernel).
+
+namespace {
+
+const OnnxAttribute* find_attr(const OnnxNode& n, std::string_view name) {
+  for (const OnnxAttribute& a : n.attrs)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+double float_attr(const OnnxNode& n, std::string_view name, double fallback) {
+  const OnnxAttribute* a = find_attr(n, name);
+  return a && a->type == OnnxAttrType::Float ? a->f : fallback;
+}
+
+int64_t int_attr(const OnnxNode& n, std::string_view name, int64_t fallback) {
+  const OnnxAttribute* a = find_attr(n, name);
+  return a && a->type == OnnxAttrType::Int ? a->i : fallback;
+}
+
+OnnxAttribute int_attribute(std::string name, int64_t v) {
+  OnnxAttribute a;
+  a.name = std::move(name);
+  a.type = OnnxAttrType::Int;
+  a.i = v;
+  return a;
+}
+
+OnnxAttribute ints_attribute(std::string name, std::vector<int64_t> v) {
+  OnnxAttribute a;
+  a.name = std::move(name);
+  a.type = OnnxAttrType::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+// n's attributes with `keepdims` set to `keep`.
+std::vector<OnnxAttribute> with_keepdims(const OnnxNode& n, int64_t keep) {
+  std::vector<OnnxAttribute> attrs;
+  for (const OnnxAttribute& a : n.attrs)
+    if (a.name != "keepdims") attrs.push_back(a);
+  attrs.push_back(int_attribute("keepdims", keep));
+  return attrs;
+}
+
+// Writes the nodes of one body.
+class Body {
+ public:
+  Body(const OnnxNode& n, CompositionContext& cx) : n_(n), cx_(cx) {
+    if (n.inputs.empty() || n.inputs[0].empty()) cx.fail(ErrorCode::InvalidGraph, "required input 0 is missing");
+    if (n.outputs.empty() || n.outputs[0].empty()) cx.fail(ErrorCode::InvalidGraph, "must have an output");
+    for (size_t k = 1; k < n.outputs.size(); ++k)
+      if (cx.used(n.outputs[k]))
+        cx.fail(ErrorCode::Unsupported, "output " + std::to_string(k) + " '" + n.outputs[k] +
+                                            "' is used, but fusor computes only output 0");
+  }
+
+  const std::string& x() const { return n_.inputs[0]; }
+  const std::string& y() const { return n_.outputs[0]; }
+  std::string scalar(double v) { return cx_.scalar(v, x()); }
+
+  // A node of `type`; its output is `out` (n's output) or a fresh name.
+  std::string op(std::string_view type, std::vector<std::string> in, std::vector<OnnxAttribute> attrs = {},
+                 const std::string& out = "") {
+    OnnxNode m;
+    m.op_type = std::string(type);
+    m.name = (n_.name.empty() ? n_.outputs[0] : n_.name) + "/" + m.op_type;
+    m.inputs = std::move(in);
+    m.outputs = {out.empty() ? cx_.fresh(type) : out};
+    m.attrs = std::move(attrs);
+    nodes_.push_back(std::move(m));
+    return nodes_.back().outputs[0];
+  }
+
+  std::vector<OnnxNode> done() { return std::move(nodes_); }
+
+ private:
+  const OnnxNode& n_;
+  CompositionContext& cx_;
+  std::vector<OnnxNode> nodes_;
+};
+
+// ---- activations -----------------------------------------------------------------------
+
+// y = x - m - log(sum(exp(x - m))), m = max(x) along axis (opset 13: one axis, default -1).
+std::vector<OnnxNode> log_softmax(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const std::vector<OnnxAttribute> along{ints_attribute("axes", {int_attr(n, "axis", -1)}), int_attribute("keepdims", 1)};
+  std::string shifted = b.op("Sub", {b.x(), b.op("ReduceMax", {b.x()}, along)});
+  std::string sum = b.op("ReduceSum", {b.op("Exp", {shifted})}, along);
+  b.op("Sub", {shifted, b.op("Log", {sum})}, {}, b.y());
+  return b.done();
+}
+
+// log(1 + e^x) = max(x, 0) + log(1 + e^-|x|): no overflow.
+std::string softplus_of(Body& b, const std::string& x) {
+  std::string tail = b.op("Exp", {b.op("Neg", {b.op("Abs", {x})})});
+  return b.op("Add", {b.op("Relu", {x}), b.op("Log", {b.op("Add", {tail, b.scalar(1.0)})})});
+}
+
+std::vector<OnnxNode> softplus(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  std::string r = softplus_of(b, b.x());
+  b.op("Max", {r}, {}, b.y());  // one input: the value itself, under n's output name
+  return b.done();
+}
+
+// x * tanh(softplus(x)).
+std::vector<OnnxNode> mish(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  b.op("Mul", {b.x(), b.op("Tanh", {softplus_of(b, b.x())})}, {}, b.y());
+  return b.done();
+}
+
+// x / (1 + |x|).
+std::vector<OnnxNode> softsign(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  b.op("Div", {b.x(), b.op("Add", {b.op("Abs", {b.x()}), b.scalar(1.0)})}, {}, b.y());
+  return b.done();
+}
+
+// alpha * (e^x - 1) where `below`, else x; times gamma unless it is 1.
+void exponential_linear(Body& b, const std::string& below, double alpha, double gamma) {
+  std::string neg = b.op("Mul", {b.scalar(alpha), b.op("Sub", {b.op("Exp", {b.x()}), b.scalar(1.0)})});
+  if (gamma == 1.0) {
+    b.op("Where", {below, neg, b.x()}, {}, b.y());
+    return;
+  }
+  b.op("Mul", {b.scalar(gamma), b.op("Where", {below, neg, b.x()})}, {}, b.y());
+}
+
+std::vector<OnnxNode> elu(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  exponential_linear(b, b.op("Less", {b.x(), b.scalar(0.0)}), float_attr(n, "alpha", 1.0), 1.0);
+  return b.done();
+}
+
+std::vector<OnnxNode> selu(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  exponential_linear(b, b.op("LessOrEqual", {b.x(), b.scalar(0.0)}),
+                     float_attr(n, "alpha", double(1.67326319217681884765625f)),
+                     float_attr(n, "gamma", double(1.05070102214813232421875f)));
+  return b.done();
+}
+
+// max(0, x) + min(0, alpha * (e^(x / alpha) - 1)).
+std::vector<OnnxNode> celu(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const double alpha = float_attr(n, "alpha", 1.0);
+  if (alpha == 0) cx.fail(ErrorCode::InvalidGraph, "alpha must not be 0");
+  std::string e = b.op("Exp", {b.op("Div", {b.x(), b.scalar(alpha)})});
+  std::string neg = b.op("Mul", {b.scalar(alpha), b.op("Sub", {e, b.scalar(1.0)})});
+  b.op("Add", {b.op("Relu", {b.x()}), b.op("Min", {neg, b.scalar(0.0)})}, {}, b.y());
+  return b.done();
+}
+
+// x where x > alpha, else 0.
+std::vector<OnnxNode> thresholded_relu(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  std::string above = b.op("Greater", {b.x(), b.scalar(float_attr(n, "alpha", 1.0))});
+  b.op("Where", {above, b.x(), b.scalar(0.0)}, {}, b.y());
+  return b.done();
+}
+
+// slope * x where x < 0, else x (the slope broadcasts to x).
+std::vector<OnnxNode> prelu(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  if (n.inputs.size() != 2 || n.inputs[1].empty()) cx.fail(ErrorCode::InvalidGraph, "takes two inputs (X, slope)");
+  std::string negative = b.op("Less", {b.x(), b.scalar(0.0)});
+  b.op("Where", {negative, b.op("Mul", {b.x(), n.inputs[1]}), b.x()}, {}, b.y());
+  return b.done();
+}
+
+// x + bias where x < -lambd, x - bias where x > lambd, else 0.
+std::vector<OnnxNode> shrink(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const double bias = float_attr(n, "bias", 0.0), lambd = float_attr(n, "lambd", 0.5);
+  std::string low = b.op("Less", {b.x(), b.scalar(-lambd)}), high = b.op("Greater", {b.x(), b.scalar(lambd)});
+  std::string inner = b.op("Where", {high, b.op("Sub", {b.x(), b.scalar(bias)}), b.scalar(0.0)});
+  b.op("Where", {low, b.op("Add", {b.x(), b.scalar(bias)}), inner}, {}, b.y());
+  return b.done();
+}
+
+// ---- variadic ----------------------------------------------------------------------------
+
+// The inputs added in turn (one input: itself).
+std::string sum_of(Body& b, const OnnxNode& n, const std::string& out) {
+  std::string acc = n.inputs[0];
+  if (n.inputs.size() == 1) return b.op("Max", {acc}, {}, out);
+  for (size_t k = 1; k < n.inputs.size(); ++k) acc = b.op("Add", {acc, n.inputs[k]}, {}, k + 1 == n.inputs.size() ? out : "");
+  return acc;
+}
+
+std::vector<OnnxNode> sum(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  for (const std::string& in : n.inputs)
+    if (in.empty()) cx.fail(ErrorCode::InvalidGraph, "has an empty input name");
+  sum_of(b, n, b.y());
+  return b.done();
+}
+
+std::vector<OnnxNode> mean(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  for (const std::string& in : n.inputs)
+    if (in.empty()) cx.fail(ErrorCode::InvalidGraph, "has an empty input name");
+  if (n.inputs.size() == 1) {
+    b.op("Max", {b.x()}, {}, b.y());
+    return b.done();
+  }
+  b.op("Div", {sum_of(b, n, ""), b.scalar(double(n.inputs.size()))}, {}, b.y());
+  return b.done();
+}
+
+// ---- reductions --------------------------------------------------------------------------
+
+// ReduceSum over n's axes (attribute or input, n's keepdims and noop_with_empty_axes) of
+// `pre` applied to x, then `post`.
+std::vector<OnnxNode> reduce_sum_of(const OnnxNode& n, CompositionContext& cx, std::string_view pre,
+                                    std::string_view post) {
+  Body b(n, cx);
+  std::vector<std::string> in = n.inputs;
+  if (pre == "Square") in[0] = b.op("Mul", {b.x(), b.x()});
+  else if (!pre.empty()) in[0] = b.op(pre, {b.x()});
+  std::string r = b.op("ReduceSum", in, n.attrs, post.empty() ? b.y() : "");
+  if (!post.empty()) b.op(post, {r}, {}, b.y());
+  return b.done();
+}
+
+std::vector<OnnxNode> reduce_l1(const OnnxNode& n, CompositionContext& cx) { return reduce_sum_of(n, cx, "Abs", ""); }
+std::vector<OnnxNode> reduce_l2(const OnnxNode& n, CompositionContext& cx) {
+  return reduce_sum_of(n, cx, "Square", "Sqrt");
+}
+std::vector<OnnxNode> reduce_sum_square(const OnnxNode& n, CompositionContext& cx) {
+  return reduce_sum_of(n, cx, "Square", "");
+}
+std::vector<OnnxNode> reduce_log_sum(const OnnxNode& n, CompositionContext& cx) {
+  return reduce_sum_of(n, cx, "", "Log");
+}
+
+// log(sum(e^(x - m))) + m with m the max where it is finite, else 0 (so that a slice of -inf
+// gives -inf and one holding +inf gives +inf, as the literal formula does).
+std::vector<OnnxNode> reduce_log_sum_exp(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  std::vector<std::string> in = n.inputs;
+  auto finite_max = [&](int64_t keep) {
+    std::string m = b.op("ReduceMax", in, with_keepdims(n, keep));
+    return b.op("Where", {b.op("IsInf", {m}), b.scalar(0.0), m});
+  };
+  std::string m = finite_max(1);
+  in[0] = b.op("Exp", {b.op("Sub", {b.x(), m})});
+  std::string s = b.op("ReduceSum", in, n.attrs);
+  in[0] = b.x();
+  const bool keep = int_attr(n, "keepdims", 1) != 0;
+  b.op("Add", {b.op("Log", {s}), keep ? m : finite_max(0)}, {}, b.y());
+  return b.done();
+}
+
+// ---- normalization -----------------------------------------------------------------------
+
+// Each (image, channel) of x normalized over its spatial dims, then scale[c] * . + B[c]: in
+// the view [N, C, L] of x (any rank), back to x's shape at the end.
+std::vector<OnnxNode> instance_normalization(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  if (n.inputs.size() != 3 || n.inputs[1].empty() || n.inputs[2].empty())
+    cx.fail(ErrorCode::InvalidGraph, "takes three inputs (input, scale, B)");
+  const std::vector<OnnxAttribute> spatial{ints_attribute("axes", {2}), int_attribute("keepdims", 1)};
+  std::string x3 = b.op("Reshape", {b.x(), cx.ints({0, 0, -1})});
+  std::string d = b.op("Sub", {x3, b.op("ReduceMean", {x3}, spatial)});
+  std::string var = b.op("ReduceMean", {b.op("Mul", {d, d})}, spatial);
+  std::string sd = b.op("Sqrt", {b.op("Add", {var, b.scalar(float_attr(n, "epsilon", 1e-5))})});
+  std::string per_channel = b.op("Div", {d, sd});
+  std::string scale = b.op("Unsqueeze", {n.inputs[1]}, {ints_attribute("axes", {1})});
+  std::string bias = b.op("Unsqueeze", {n.inputs[2]}, {ints_attribute("axes", {1})});
+  std::string y3 = b.op("Add", {b.op("Mul", {per_channel, scale}), bias});
+  b.op("Reshape", {y3, b.op("Shape", {b.x()})}, {}, b.y());
+  return b.done();
+}
+
+// ---- 1-D convolution and pooling ---------------------------------------------------------
+
+bool conv_1d(const OnnxNode& n, CompositionContext& cx) {
+  if (const OnnxAttribute* ks = find_attr(n, "kernel_shape")) return ks->ints.size() == 1;
+  return n.inputs.size() > 1 && !n.inputs[1].empty() && cx.known_rank(n.inputs[1]) == 3;
+}
+
+bool pool_1d(const OnnxNode& n, CompositionContext&) {
+  const OnnxAttribute* ks = find_attr(n, "kernel_shape");
+  return ks && ks->ints.size() == 1;
+}
+
+// The 2-D op over [N, C, 1, L]: attributes of one spatial dim widened to two.
+std::vector<OnnxNode> spatial_1d(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const std::vector<OnnxAttribute> at_h{ints_attribute("axes", {2})};
+  std::vector<std::string> in = n.inputs;
+  in[0] = b.op("Unsqueeze", {b.x()}, at_h);
+  if (n.op_type == "Conv" && in.size() > 1 && !in[1].empty()) {
+    in[1] = cx.unsqueezed_constant(n.inputs[1], 2);
+    if (in[1].empty()) in[1] = b.op("Unsqueeze", {n.inputs[1]}, at_h);
+  }
+  std::vector<OnnxAttribute> attrs;
+  for (const OnnxAttribute& a : n.attrs) {
+    OnnxAttribute w = a;
+    const bool per_dim = a.name == "kernel_shape" || a.name == "strides" || a.name == "dilations";
+    if (per_dim || a.name == "pads") {
+      const size_t want = per_dim ? 1 : 2;
+      if (a.type != OnnxAttrType::Ints || a.ints.size() != want)
+        cx.fail(ErrorCode::InvalidGraph, "attribute '" + a.name + "' of a 1-D " + n.op_type + " must have " +
+                                             std::to_string(want) + " value" + (want == 1 ? "" : "s"));
+      w.ints = per_dim ? std::vector<int64_t>{1, a.ints[0]} : std::vector<int64_t>{0, a.ints[0], 0, a.ints[1]};
+    }
+    attrs.push_back(std::move(w));
+  }
+  std::string y4 = b.op(n.op_type, in, attrs);
+  b.op("Squeeze", {y4}, at_h, b.y());
+  return b.done();
+}
+
+// ---- the table ---------------------------------------------------------------------------
+
+// Opsets: the first version whose semantics the body has (LogSoftmax before 13 flattens to
+// 2-D at axis; PRelu 6 has consumed_inputs; Sum and Mean before 8 do not broadcast;
+// ThresholdedRelu before 10 was experimental; the reductions' axes move to an input at 18,
+// a form the converted ReduceSum reads either way).
+constexpr Composition kCompositions[] = {
+    {"LogSoftmax", 13, nullptr, log_softmax, "as x - m - log(sum(exp(x - m))), m the max"},
+    {"Softplus", 1, nullptr, softplus, "as max(x, 0) + log(1 + exp(-|x|))"},
+    {"Mish", 18, nullptr, mish, "as x * tanh(softplus(x))"},
+    {"Softsign", 1, nullptr, softsign, "as x / (1 + |x|)"},
+    {"Elu", 6, nullptr, elu, "as Where(x < 0, alpha * (exp(x) - 1), x)"},
+    {"Selu", 6, nullptr, selu, "as gamma * Where(x <= 0, alpha * (exp(x) - 1), x)"},
+    {"Celu", 12, nullptr, celu, "as max(0, x) + min(0, alpha * (exp(x / alpha) - 1))"},
+    {"ThresholdedRelu", 10, nullptr, thresholded_relu, "as Where(x > alpha, x, 0)"},
+    {"PRelu", 7, nullptr, prelu, "as Where(x < 0, slope * x, x)"},
+    {"Shrink", 9, nullptr, shrink, "as two Wheres"},
+    {"Sum", 8, nullptr, sum, "as Adds"},
+    {"Mean", 8, nullptr, mean, "as Adds and a Div"},
+    {"ReduceL1", 1, nullptr, reduce_l1, "as ReduceSum(Abs(x))"},
+    {"ReduceL2", 1, nullptr, reduce_l2, "as Sqrt(ReduceSum(x * x))"},
+    {"ReduceSumSquare", 1, nullptr, reduce_sum_square, "as ReduceSum(x * x)"},
+    {"ReduceLogSum", 1, nullptr, reduce_log_sum, "as Log(ReduceSum(x))"},
+    {"ReduceLogSumExp", 1, nullptr, reduce_log_sum_exp, "as log(sum(exp(x - m))) + m, m the finite max"},
+    {"InstanceNormalization", 6, nullptr, instance_normalization, "as ReduceMeans over [N, C, H*W...]"},
+    {"Conv", 1, conv_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
+    {"MaxPool", 8, pool_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
+    {"AveragePool", 7, pool_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
+};
+
+}  // namespace
+
+std::span<const Composition> compositions() { return kCompositions; }
+
+const Composition* composed_operator(std::string_view op_type) {
+  for (const Composition& c : kCompositions)
+    if (!c.applies && c.op_type == op_type) return &c;
+  return nullptr;
+}
+
+const Composition* composed_form(const OnnxNode& n, CompositionContext& cx) {
+  for (const Composition& c : kCompositions)
+    if (c.applies && c.op_type == n.op_type && c.applies(n, cx)) return &c;
+  return nullptr;
+}
+
+}  // namespace fusor::onnx_import
