@@ -36,7 +36,7 @@ bool pointwise_streams_stores(const KernelSpec& spec) {
     switch (n.op) {
       case ScalarOp::Div: case ScalarOp::Pow: case ScalarOp::Exp: case ScalarOp::Tanh: case ScalarOp::Erf:
       case ScalarOp::Sigmoid: case ScalarOp::Sqrt: case ScalarOp::GeluErf: case ScalarOp::GeluTanh:
-      case ScalarOp::Log:
+      case ScalarOp::Log: case ScalarOp::Sin: case ScalarOp::Cos:
         return false;  // compute-bound: the detour through L1 would cost it
       default:
         break;

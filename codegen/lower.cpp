@@ -197,6 +197,11 @@ void Lowerer::emit(Builder& b, const Node& n) {
       break;
     case OpKind::Abs: out = unary(b, ScalarOp::Abs, in(0), t); break;
     case OpKind::Log: out = unary(b, ScalarOp::Log, in(0), t); break;
+    case OpKind::Sin: out = unary(b, ScalarOp::Sin, in(0), t); break;
+    case OpKind::Cos: out = unary(b, ScalarOp::Cos, in(0), t); break;
+    case OpKind::Floor: out = unary(b, ScalarOp::Floor, in(0), t); break;
+    case OpKind::Ceil: out = unary(b, ScalarOp::Ceil, in(0), t); break;
+    case OpKind::Round: out = unary(b, ScalarOp::Round, in(0), t); break;
     case OpKind::Reciprocal: {
       int32_t one = constant(b, 1.0, t);
       out = binary(b, ScalarOp::Div, one, in(0), t);

@@ -516,6 +516,11 @@ std::vector<NodeValue> emit_expr(VecEmitter& e, const ExprGraph& g, const ExprEn
       }
       case ScalarOp::Abs: r.v = e.abs(arg(0)); break;
       case ScalarOp::Log: r.v = e.log_libm(arg(0)); break;
+      case ScalarOp::Sin: r.v = e.sin_libm(arg(0)); break;
+      case ScalarOp::Cos: r.v = e.cos_libm(arg(0)); break;
+      case ScalarOp::Floor: r.v = e.round_to_integer(arg(0), RoundTo::Down); break;
+      case ScalarOp::Ceil: r.v = e.round_to_integer(arg(0), RoundTo::Up); break;
+      case ScalarOp::Round: r.v = e.round_to_integer(arg(0), RoundTo::NearestEven); break;
       case ScalarOp::Eq:
       case ScalarOp::Lt:
       case ScalarOp::Le: {

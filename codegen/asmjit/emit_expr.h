@@ -41,6 +41,9 @@ struct Step {
 /// Vector code for one ISA on one x86::Compiler. Every operation returns a fresh virtual
 /// register and never changes its operands, so values of expression nodes stay valid.
 /// Operands named `b` may be registers or memory (constants from cmem()).
+/// The rounding of round_to_integer (the immediate's rounding-control bits).
+enum class RoundTo : uint8_t { NearestEven = 0, Down = 1, Up = 2 };
+
 class VecEmitter {
  public:
   VecEmitter(x86::Compiler& cc, bool avx512);
@@ -127,8 +130,12 @@ class VecEmitter {
   x86::Vec max_nan(const x86::Vec& a, const x86::Vec& b, bool is_max);
   /// libm's powf per lane (the documented exception: no vector form keeps pow's special cases).
   x86::Vec pow_libm(const x86::Vec& a, const x86::Vec& b);
-  /// libm's logf per lane (as the static kernel and the llvm backend call it).
+  /// libm's logf, sinf, cosf per lane (as the static kernel and the llvm backend call them).
   x86::Vec log_libm(const x86::Vec& a);
+  x86::Vec sin_libm(const x86::Vec& a);
+  x86::Vec cos_libm(const x86::Vec& a);
+  /// Each lane rounded to an integer (vrndscaleps / vroundps: exact, no exception raised).
+  x86::Vec round_to_integer(const x86::Vec& a, RoundTo mode);
   /// libm function `fn` (float(float), or float(float, float) when b is given) lane by lane.
   x86::Vec libm_per_lane(const x86::Vec& a, const x86::Vec* b, uint64_t fn);
 

@@ -169,4 +169,26 @@ x86::Vec VecEmitter::log_libm(const x86::Vec& a) {
   return libm_per_lane(a, nullptr, reinterpret_cast<uint64_t>(logf_fn));
 }
 
+x86::Vec VecEmitter::sin_libm(const x86::Vec& a) {
+  float (*sinf_fn)(float) = ::sinf;
+  return libm_per_lane(a, nullptr, reinterpret_cast<uint64_t>(sinf_fn));
+}
+
+x86::Vec VecEmitter::cos_libm(const x86::Vec& a) {
+  float (*cosf_fn)(float) = ::cosf;
+  return libm_per_lane(a, nullptr, reinterpret_cast<uint64_t>(cosf_fn));
+}
+
+x86::Vec VecEmitter::round_to_integer(const x86::Vec& a, RoundTo mode) {
+  // imm8: bits 1:0 the rounding, bit 2 clear (not MXCSR's), bit 3 suppresses the inexact
+  // exception; NaN and infinities pass through.
+  const uint32_t imm = 0x08 | uint32_t(mode);
+  x86::Vec d = vec();
+  if (avx512)
+    cc.vrndscaleps(d, a, imm);
+  else
+    cc.vroundps(d, a, imm);
+  return d;
+}
+
 }  // namespace fusor::asmjit_emit

@@ -295,6 +295,11 @@ std::vector<std::string> render_expr(const ExprGraph& g, const ExprEnv& env, std
       case ScalarOp::Where: r = "(" + arg(0) + " != 0.f) ? " + arg(1) + " : " + arg(2); break;
       case ScalarOp::Abs: r = "fabsf(" + arg(0) + ")"; break;
       case ScalarOp::Log: r = "logf(" + arg(0) + ")"; break;
+      case ScalarOp::Sin: r = "sinf(" + arg(0) + ")"; break;
+      case ScalarOp::Cos: r = "cosf(" + arg(0) + ")"; break;
+      case ScalarOp::Floor: r = "floorf(" + arg(0) + ")"; break;
+      case ScalarOp::Ceil: r = "ceilf(" + arg(0) + ")"; break;
+      case ScalarOp::Round: r = "rintf(" + arg(0) + ")"; break;
       case ScalarOp::Eq: r = "(" + arg(0) + " == " + arg(1) + ") ? 1.f : 0.f"; break;
       case ScalarOp::Lt: r = "(" + arg(0) + " < " + arg(1) + ") ? 1.f : 0.f"; break;
       case ScalarOp::Le: r = "(" + arg(0) + " <= " + arg(1) + ") ? 1.f : 0.f"; break;

@@ -177,6 +177,11 @@ declare float @llvm.copysign.f32(float, float)
 declare float @llvm.sqrt.f32(float)
 declare float @llvm.pow.f32(float, float)
 declare float @llvm.log.f32(float)
+declare float @llvm.sin.f32(float)
+declare float @llvm.cos.f32(float)
+declare float @llvm.floor.f32(float)
+declare float @llvm.ceil.f32(float)
+declare float @llvm.roundeven.f32(float)
 declare double @llvm.sqrt.f64(double)
 )";
 
@@ -255,6 +260,11 @@ std::vector<std::string> emit_expr(const ExprGraph& g, const ExprEnv& env, IrTex
         break;
       case ScalarOp::Abs: r = body.fabs(arg(0)); break;
       case ScalarOp::Log: r = body.call1("llvm.log.f32", arg(0)); break;  // logf, as the static kernel
+      case ScalarOp::Sin: r = body.call1("llvm.sin.f32", arg(0)); break;  // sinf
+      case ScalarOp::Cos: r = body.call1("llvm.cos.f32", arg(0)); break;  // cosf
+      case ScalarOp::Floor: r = body.call1("llvm.floor.f32", arg(0)); break;
+      case ScalarOp::Ceil: r = body.call1("llvm.ceil.f32", arg(0)); break;
+      case ScalarOp::Round: r = body.call1("llvm.roundeven.f32", arg(0)); break;
       case ScalarOp::Eq: r = body.fcmp("oeq", arg(0), arg(1)); break;
       case ScalarOp::Lt: r = body.fcmp("olt", arg(0), arg(1)); break;
       case ScalarOp::Le: r = body.fcmp("ole", arg(0), arg(1)); break;

@@ -334,6 +334,14 @@ FUSOR_UNARY_FLOAT_OP(SqrtOp, std::sqrt(v))
 FUSOR_UNARY_FLOAT_OP(ReciprocalOp, 1.0f / v)
 // Documented libm use (as Pow): logf, which the JIT backends call too.
 FUSOR_UNARY_FLOAT_OP(LogOp, std::log(v))
+// sinf and cosf too (their range reduction is exact at any argument: RoPE's angles reach
+// thousands of radians), which the JIT backends call as well.
+FUSOR_UNARY_FLOAT_OP(SinOp, std::sin(v))
+FUSOR_UNARY_FLOAT_OP(CosOp, std::cos(v))
+// Exact: the rounding instructions (nearbyint rounds halves to even in the default mode).
+FUSOR_UNARY_FLOAT_OP(FloorOp, std::floor(v))
+FUSOR_UNARY_FLOAT_OP(CeilOp, std::ceil(v))
+FUSOR_UNARY_FLOAT_OP(RoundOp, std::nearbyint(v))
 #undef FUSOR_UNARY_FLOAT_OP
 
 // ---------------------------------------------------------------------------------------
@@ -512,6 +520,11 @@ void run_Sqrt(StaticKernelArgs& a) { unary_kernel<false>(a, SqrtOp{}); }
 void run_Abs(StaticKernelArgs& a) { unary_kernel<true>(a, AbsOp{}); }
 void run_Reciprocal(StaticKernelArgs& a) { unary_kernel<false>(a, ReciprocalOp{}); }
 void run_Log(StaticKernelArgs& a) { unary_kernel<false>(a, LogOp{}); }
+void run_Sin(StaticKernelArgs& a) { unary_kernel<false>(a, SinOp{}); }
+void run_Cos(StaticKernelArgs& a) { unary_kernel<false>(a, CosOp{}); }
+void run_Floor(StaticKernelArgs& a) { unary_kernel<false>(a, FloorOp{}); }
+void run_Ceil(StaticKernelArgs& a) { unary_kernel<false>(a, CeilOp{}); }
+void run_Round(StaticKernelArgs& a) { unary_kernel<false>(a, RoundOp{}); }
 
 void run_Clip(StaticKernelArgs& a) {
   const float inf = std::numeric_limits<float>::infinity();

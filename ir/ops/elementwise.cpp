@@ -125,6 +125,12 @@ const OpSchema kSqrtSchema{"Sqrt", 1, 1, 1, {}, nullptr, infer_unary_float};
 const OpSchema kAbsSchema{"Abs", 1, 1, 1, {}, nullptr, infer_unary_numeric};
 const OpSchema kReciprocalSchema{"Reciprocal", 1, 1, 1, {}, nullptr, infer_unary_float};
 const OpSchema kLogSchema{"Log", 1, 1, 1, {}, nullptr, infer_unary_float};
+const OpSchema kSinSchema{"Sin", 1, 1, 1, {}, nullptr, infer_unary_float};
+const OpSchema kCosSchema{"Cos", 1, 1, 1, {}, nullptr, infer_unary_float};
+const OpSchema kFloorSchema{"Floor", 1, 1, 1, {}, nullptr, infer_unary_float};
+const OpSchema kCeilSchema{"Ceil", 1, 1, 1, {}, nullptr, infer_unary_float};
+// To the nearest integer, halves to even (ONNX's Round, numpy's round).
+const OpSchema kRoundSchema{"Round", 1, 1, 1, {}, nullptr, infer_unary_float};
 // min(max(x, min), max), NaN propagating (numpy's clip); a missing bound does not clip.
 const OpSchema kClipSchema{"Clip",
                            1,

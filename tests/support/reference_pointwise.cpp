@@ -163,6 +163,11 @@ Tensor unary(OpKind op, const Tensor& x, const char* approximate) {
       case OpKind::Abs: r = std::fabs(v); break;
       case OpKind::Reciprocal: r = 1.0 / v; break;
       case OpKind::Log: r = std::log(v); break;
+      case OpKind::Sin: r = std::sin(v); break;
+      case OpKind::Cos: r = std::cos(v); break;
+      case OpKind::Floor: r = std::floor(v); break;
+      case OpKind::Ceil: r = std::ceil(v); break;
+      case OpKind::Round: r = std::nearbyint(v); break;
       case OpKind::HardSwish: r = std::isnan(v) ? v : v * std::clamp(v / 6 + 0.5, 0.0, 1.0); break;
       case OpKind::Gelu:
         // Both written without the 1 + tanh / 1 + erf cancellation, which even in double

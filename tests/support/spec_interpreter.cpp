@@ -68,6 +68,11 @@ double eval(const ExprGraph& g, const std::vector<int64_t>& idx, Ctx& c, bool do
       case ScalarOp::Where: r = a(0) != 0 ? a(1) : a(2); break;
       case ScalarOp::Abs: r = std::fabs(a(0)); break;
       case ScalarOp::Log: r = std::log(a(0)); break;
+      case ScalarOp::Sin: r = std::sin(a(0)); break;
+      case ScalarOp::Cos: r = std::cos(a(0)); break;
+      case ScalarOp::Floor: r = std::floor(a(0)); break;
+      case ScalarOp::Ceil: r = std::ceil(a(0)); break;
+      case ScalarOp::Round: r = std::nearbyint(a(0)); break;
       case ScalarOp::Eq: r = a(0) == a(1); break;
       case ScalarOp::Lt: r = a(0) < a(1); break;
       case ScalarOp::Le: r = a(0) <= a(1); break;

@@ -317,6 +317,11 @@ output s
         {"Erf(x)", ulps(2.1)},
         {"Sigmoid(x)", ulps(2.5)},
         {"Sqrt(x)", exact, true},
+        {"Sin(x)", ulps(1)},  // libm's sinf, cosf (within an ulp): the same call on every backend
+        {"Cos(x)", ulps(1)},
+        {"Floor(x)", exact},
+        {"Ceil(x)", exact},
+        {"Round(x)", exact},
         {"Gelu(x)", {1.6e-5, 2e-7, 1e-44, true}},
         {"Gelu(x) {approximate=\"tanh\"}", {1.1e-5, 2e-7, 1e-44, true}},
         {"Where(c, x, y)", exact},
@@ -366,6 +371,11 @@ output s
         {"Relu(x)", {0, 0, 0, false}},
         {"Neg(x)", {0, 0, 0, true}},
         {"Sqrt(x)", {0, 0, 0, true}},
+        {"Floor(x)", {0, 0, 0, true}},
+        {"Ceil(x)", {0, 0, 0, true}},
+        {"Round(x)", {0, 0, 0, true}},
+        {"Sin(x)", ulps(1)},
+        {"Cos(x)", ulps(1)},
         {"Max(x, one)", {0, 0, 0, true}},
         {"Min(x, one)", {0, 0, 0, true}},
         // NaN second: the interpreter's std::max / std::min return the first operand; the

@@ -496,6 +496,44 @@ TEST_SUITE("static/elementwise") {
     CHECK(std::isnan(test::run_static_op(OpKind::LeakyRelu, {sp})[0].at(1)));
   }
 
+  TEST_CASE("Sin Cos (libm, at RoPE's large angles too) and Floor Ceil Round (exact, halves to even)") {
+    uint64_t seed = 9300;
+    for (DType t : kFloats) {
+      for (int64_t n : sweep_sizes()) {
+        for (const Shape& s : unary_shapes(n)) {
+          INFO(dtype_name(t) << " " << s.str());
+          const Tensor x = test::randn(s, seed++, 4.0, t), far = test::uniform(s, seed++, -5000, 5000, t);
+          const Tol trig = float_tol(t, 1.2e-7), exact = float_tol(t, 0);
+          for (OpKind op : {OpKind::Sin, OpKind::Cos})
+            for (const Tensor* in : {&x, &far})  // sinf's error is 1 ulp of the result: absolute near 0
+              FUSOR_CHECK_CLOSE(test::run_static_op(op, {*in})[0], test::ref::unary(op, *in), trig.rtol, 1.2e-7);
+          for (OpKind op : {OpKind::Floor, OpKind::Ceil, OpKind::Round})
+            FUSOR_CHECK_CLOSE(test::run_static_op(op, {far})[0], test::ref::unary(op, far), exact.rtol, exact.atol);
+        }
+      }
+    }
+    const Tensor halves = test::make(DType::F32, {8}, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 1e30, -0.0});
+    check_exact(test::run_static_op(OpKind::Round, {halves})[0],
+                test::make(DType::F32, {8}, {0, 2, 2, -0.0, -2, -2, 1e30, -0.0}));
+    check_exact(test::run_static_op(OpKind::Floor, {halves})[0],
+                test::make(DType::F32, {8}, {0, 1, 2, -1, -2, -3, 1e30, -0.0}));
+    check_exact(test::run_static_op(OpKind::Ceil, {halves})[0],
+                test::make(DType::F32, {8}, {1, 2, 3, -0.0, -1, -2, 1e30, -0.0}));
+    const Tensor sp = test::make(DType::F32, {3}, {NAN, INFINITY, -INFINITY});
+    for (OpKind op : {OpKind::Sin, OpKind::Cos, OpKind::Floor, OpKind::Ceil, OpKind::Round}) {
+      const Tensor r = test::run_static_op(op, {sp})[0];
+      CHECK(std::isnan(r.at(0)));
+      if (op == OpKind::Sin || op == OpKind::Cos) {
+        CHECK(std::isnan(r.at(1)));  // of an infinity: NaN
+      } else {
+        CHECK(r.at(1) == INFINITY);
+        CHECK(r.at(2) == -INFINITY);
+      }
+    }
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::Sin, {test::make(DType::I32, {1}, {1})}); }) ==
+          ErrorCode::DTypeMismatch);
+  }
+
   TEST_CASE("Clip with input bounds attribute bounds one bound or none") {
     uint64_t seed = 9500;
     const double inf = INFINITY;
