@@ -7,6 +7,7 @@
 #include "ir/passes/normalize_attention.h"
 #include "ir/passes/pattern.h"
 #include "ir/passes/recognize_patterns.h"
+#include "ir/passes/sink_squeezes.h"
 #include "ir/verifier.h"
 
 namespace fusor {
@@ -67,6 +68,10 @@ FusedGraph fuse_graph(const Graph& g, const std::vector<TensorType>& input_types
   //     Gemm between flattening reshapes becomes a MatMul of the model's shape, so that its
   //     epilogue (after a Reshape until now) fuses; before merging, which takes MatMuls.
   cur = fold_gemm_reshapes(cur, options, &out.log);
+  check(cur);
+  //     A Squeeze after a contraction (a 1-D convolution's) moves below its pointwise
+  //     consumers, so that BN folds and the epilogue fuses; before folding BN.
+  cur = sink_squeezes(cur, options, &out.log);
   check(cur);
   // 3. Fold BatchNorm into its producer's weights before merging MatMuls, so merged
   //    weights already carry the folded scale.

@@ -172,6 +172,32 @@ m = MatMul(r, w2)
 y = BatchNormalization(m, g2, b2, m2, v2)
 output y
 )",
+        // a 1-D convolution as ONNX loads it (Unsqueeze, 2-D Conv, Squeeze): BN, ReLU and
+        // operands of every rank after the Squeeze, which sink_squeezes moves below them
+        R"(graph g
+input x: f32[2, 8, 11]
+const w: f32[16, 8, 1, 3] = randn(seed=1, std=0.3)
+const b: f32[16] = randn(seed=2, std=0.1)
+const h: i64[1] = [2]
+const s: f32[16] = randn(seed=3, std=0.5)
+const bb: f32[16] = randn(seed=4, std=0.5)
+const mu: f32[16] = randn(seed=5, std=0.5)
+const v: f32[16] = uniform(seed=6, low=0.5, high=2.0)
+const pc: f32[16, 1] = randn(seed=7, std=1.0)
+const row: f32[11] = randn(seed=8, std=1.0)
+xu = Unsqueeze(x, h)
+c = Conv(xu, w, b) {pads=[0, 1, 0, 1], strides=[1, 1]}
+y = Squeeze(c, h)
+n = BatchNormalization(y, s, bb, mu, v)
+r = Relu(n)
+a = Add(r, pc)
+p = Mul(a, row)
+t = ReduceMean(x) {axes=[1], keepdims=1}
+z = Sub(p, t)
+g2 = Gelu(z)
+output g2
+output y
+)",
     };
     for (const char* text : graphs) {
       Graph g = parse_graph(text);
