@@ -38,14 +38,20 @@ double time_step(const Plan& plan, const Step& st) {
 
 }  // namespace
 
-uint64_t keep_faster(const Plan& first, Plan& final) {
+uint64_t keep_faster(const Plan& first, Plan& final, const StepTimer& timer) {
+  const StepTimer& time = timer ? timer : StepTimer(time_step);
   uint64_t kept = 0;
   for (Step& st : final.steps) {
     if (!st.kernel) continue;
     for (const Step& old : first.steps) {
       if (!old.kernel || old.buffers != st.buffers || !old.kernel->spec.same_code(st.kernel->spec)) continue;
-      if (time_step(first, old) < time_step(final, st)) {
+      if (time(first, old) < time(final, st)) {
+        // Everything the step's kernel decides comes with it: its task count above all (an
+        // asmjit convolution splits into more tasks than LLVM's, and run with LLVM's count it
+        // left most of its output unwritten).
         st.kernel = old.kernel;
+        st.tasks = old.tasks;
+        st.extent = old.extent;
         st.packed = old.packed;
         st.label = old.label;
         ++kept;

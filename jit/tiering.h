@@ -14,14 +14,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "jit/plan.h"
 
 namespace fusor {
 
+/// Seconds step `st` of `plan` takes.
+using StepTimer = std::function<double(const Plan& plan, const Step& st)>;
+
 /// Each kernel step of `final` that `first` also ran as a kernel (the same group) keeps
-/// whichever of the two runs faster (Note [Tiering]). Returns how many of `first`'s kernels
-/// were kept.
-uint64_t keep_faster(const Plan& first, Plan& final);
+/// whichever of the two runs faster (Note [Tiering]): its kernel, task count, extent and
+/// packed operands. Returns how many of `first`'s kernels were kept. `timer` (tests): how
+/// steps are timed; null: best of three runs on scratch buffers.
+uint64_t keep_faster(const Plan& first, Plan& final, const StepTimer& timer = nullptr);
 
 }  // namespace fusor
