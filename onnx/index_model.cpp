@@ -57,8 +57,7 @@ class Indexer {
     if (ix_.opset > kOnnxMaxOpset)
       model_error(ErrorCode::Unsupported, "default-domain opset ", ix_.opset, " is newer than fusor reads (opsets ",
                   kOnnxMinOpset, " to ", kOnnxMaxOpset,
-                  "; both PyTorch exporters write 17 or 18): export with opset_version=18 or convert the model with "
-                  "onnx.version_converter");
+                  "): convert the model with onnx.version_converter");
     if (it != m_.opsets.end() && ix_.opset < 1)
       model_error(ErrorCode::ParseError, "default-domain opset ", ix_.opset, " is not valid");
     if (m_.has_sparse_initializers) model_error(ErrorCode::Unsupported, "sparse initializers are not supported");

@@ -25,6 +25,17 @@ struct Since {
 // - Clip before 6 and Pad before 2: `consumed_inputs`, `paddings` (Clip-6's min/max and
 //   Pad-2's pads/value attributes are forms fusor's schemas take).
 // Operators of other files (LayerNormalization 17, Range 11, ...) first exist at that opset.
+//
+// Note [ONNX opsets]
+// Newer opsets (19 to kOnnxMaxOpset) are read as they are: for every operator fusor loads,
+// each version after 18 only widens the element types (float8 at 19, int4 at 21, float4 at
+// 23, float8e8m0 at 24, int2 at 25, float6 at 28; bfloat16 for the activations at 22; bool
+// for ReduceMax/Min at 20: a model using them is refused by dtype) or adds an attribute:
+// AveragePool's dilations (19, which fusor's pooling has), Cast's saturate (19) and
+// round_mode (24), which only change float8 conversions, and Range's stash_type (27), whose
+// default is fusor's f32 computation (kDroppable). Checked against ONNX 1.23.2's schemas
+// (onnx.defs.get_schema at each version, attributes and type constraints compared); a
+// later opset is refused until checked the same way.
 constexpr Since kSince[] = {
     {"Abs", 6},           {"Add", 7},
     {"And", 7},           {"ArgMax", 1},
@@ -97,6 +108,8 @@ struct Droppable {
 };
 constexpr Droppable kDroppable[] = {
     {"Cast", "saturate", true, 0, "saturate only changes conversions to float8 types"},
+    {"Cast", "round_mode", true, 0, "round_mode only changes conversions to float8e8m0"},
+    {"Range", "stash_type", false, 1, "stash_type=1 computes in f32, as fusor does"},
     {"BatchNormalization", "spatial", false, 1, "spatial=1 is the only behaviour of later opsets"},
 };
 

@@ -381,6 +381,25 @@ output y
     CHECK(out.at("y").at(0) == doctest::Approx(-1.5 / std::sqrt(1.5)));
   }
 
+  TEST_CASE("opsets 19 to kOnnxMaxOpset are read: the dynamo exporter's 20, Cast's saturate and round_mode") {
+    for (int64_t opset : {int64_t(19), int64_t(20), int64_t(21), kOnnxMaxOpset}) {
+      CAPTURE(opset);
+      OnnxBuilder b(opset);
+      b.input("x", kFloat, {2, 3});
+      onnx::NodeProto& c = b.node("Cast", {"x"}, {"c"}, "cast");
+      attr(c, "to", int64_t(kFloat));
+      attr(c, "saturate", int64_t(1));
+      if (opset >= 24) attr(c, "round_mode", "up");
+      b.node("Gelu", {"c"}, {"y"}, "gelu");
+      b.output("y");
+      Graph g = load(b);
+      Tensor x = make(DType::F32, {2, 3}, {-2, -1, 0, 0.5, 1, 3});
+      std::vector<double> want;
+      for (double v : {-2.0, -1.0, 0.0, 0.5, 1.0, 3.0}) want.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+      FUSOR_CHECK_CLOSE(run_on(BackendKind::Static, g, {{"x", x}}).at("y"), make(DType::F32, {2, 3}, want), 1e-5, 1e-6);
+    }
+  }
+
   TEST_CASE("older opsets are read where the operator did not change") {
     OnnxBuilder b(11);
     b.input("x", kFloat, {1, 1, 3, 3});
