@@ -1,9 +1,11 @@
 // Whole models: the exports of tests/onnx/models (make_models.py: tiny random-weight HF
-// BERT, RoBERTa, DistilBERT, GPT-2 and torchvision-style ResNet-50, MobileNetV2 and
-// MobileNetV3, each from PyTorch's TorchScript exporter at opset 17 and from torch.export
-// at opset 18 with external data) are loaded and run at every case of MANIFEST.txt —
+// BERT, RoBERTa, DistilBERT, GPT-2, LLaMA and torchvision-style ResNet-50, MobileNetV2 and
+// MobileNetV3, Whisper's encoder and wav2vec 2.0, each from PyTorch's TorchScript exporter
+// at opset 17 and from torch.export at opset 18 (20 for LLaMA, Whisper and wav2vec 2.0, its
+// default) with external data) are loaded and run at every case of MANIFEST.txt —
 // (batch, sequence) = (1, 1), (1, 7), (2, 7) with a padded row, (1, 40); images at batch 1
-// and 2 — and compared with ONNX Runtime 1.32's outputs, on:
+// and 2; Whisper at batch 1 and 2; wav2vec 2.0 at 800 and 1203 samples — and compared with
+// ONNX Runtime 1.32's outputs, on:
 //   static, llvm and asmjit (each shape's exact kernels);
 //   llvm with tiering (the first run on asmjit, then the LLVM plan after drain());
 //   llvm with symbolic_dim "sequence" and specialize off (text models: one set of symbolic
@@ -163,7 +165,8 @@ void run_model(const std::string& dir, bool text, bool bf16 = false) {
     configs.push_back({"llvm symbolic sequence", sym});
   }
   for (const Config& cfg : configs) {
-    CAPTURE(cfg.name);
+    const std::string cfg_name = cfg.name;
+    CAPTURE(cfg_name);
     std::unique_ptr<Engine> e = engine_or_skip(cfg.options, cfg.name);
     if (!e) continue;
     for (const Case& c : cases) {
@@ -219,6 +222,12 @@ TEST_SUITE("onnx/models") {
   TEST_CASE("MobileNetV2 (torch.export, opset 18)") { run_model("mobilenet_v2_dynamo", false); }
   TEST_CASE("MobileNetV3 (TorchScript exporter, opset 17)") { run_model("mobilenet_v3_ts", false); }
   TEST_CASE("MobileNetV3 (torch.export, opset 18)") { run_model("mobilenet_v3_dynamo", false); }
+  TEST_CASE("LLaMA (TorchScript exporter, opset 17)") { run_model("llama_ts", true); }
+  TEST_CASE("LLaMA (torch.export, opset 20)") { run_model("llama_dynamo", true); }
+  TEST_CASE("Whisper encoder (TorchScript exporter, opset 17)") { run_model("whisper_enc_ts", false); }
+  TEST_CASE("Whisper encoder (torch.export, opset 20)") { run_model("whisper_enc_dynamo", false); }
+  TEST_CASE("wav2vec 2.0 (TorchScript exporter, opset 17)") { run_model("wav2vec2_ts", false); }
+  TEST_CASE("wav2vec 2.0 (torch.export, opset 20)") { run_model("wav2vec2_dynamo", false); }
 
   TEST_CASE("every model folder has a case in the manifest and a test above") {
     // A model added by make_models.py without a test here fails this list.
@@ -226,7 +235,9 @@ TEST_SUITE("onnx/models") {
                                              "roberta_dynamo",  "distilbert_ts",      "distilbert_dynamo",
                                              "gpt2_ts",         "gpt2_dynamo",        "resnet50_ts",
                                              "resnet50_dynamo", "mobilenet_v2_ts",    "mobilenet_v2_dynamo",
-                                             "mobilenet_v3_ts", "mobilenet_v3_dynamo"};
+                                             "mobilenet_v3_ts", "mobilenet_v3_dynamo", "llama_ts",
+                                             "llama_dynamo",    "whisper_enc_ts",     "whisper_enc_dynamo",
+                                             "wav2vec2_ts",     "wav2vec2_dynamo"};
     std::ifstream in(kModels + "/MANIFEST.txt");
     REQUIRE(in);
     std::vector<std::string> listed;
