@@ -457,6 +457,81 @@ class Builder {
       std::copy(values.begin(), values.end(), t.data<int64_t>());
       return add(std::move(t), "ints");
     }
+    std::string int_scalar(int64_t value) override {
+      Tensor t = Tensor::empty(DType::I64, Shape{});
+      t.data<int64_t>()[0] = value;
+      return add(std::move(t), "int");
+    }
+    int64_t known_numel(const std::string& name) override {
+      if (name.empty()) return -1;
+      if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end() && !b_.values_.count(name)) {
+        int64_t n = 1;
+        for (int64_t d : b_.m_.initializers[init->second].dims) n *= d;
+        return n;
+      }
+      if (auto it = b_.values_.find(name); it != b_.values_.end())
+        if (const Tensor* t = b_.g_.constant_data(it->second)) return t->numel();
+      return -1;
+    }
+    int64_t known_length(const std::string& name) override {
+      if (int64_t n = known_numel(name); n >= 0) return n;
+      auto p = b_.ix_.producer.find(name);
+      if (p == b_.ix_.producer.end()) return -1;
+      const OnnxNode& m = b_.m_.nodes[p->second];
+      if (!m.domain.empty() || m.inputs.empty()) return -1;
+      if (m.op_type == "Cast" || m.op_type == "Identity") return known_length(m.inputs[0]);
+      if (m.op_type == "Concat") {
+        int64_t total = 0;
+        for (const std::string& in : m.inputs) {
+          const int64_t k = in.empty() ? -1 : known_length(in);
+          if (k < 0) return -1;
+          total += k;
+        }
+        return total;
+      }
+      if (m.op_type == "Shape") {
+        const int64_t rank = known_rank(m.inputs[0]);
+        if (rank < 0) return -1;
+        int64_t start = 0, end = rank;
+        for (const OnnxAttribute& a : m.attrs) {
+          if (a.name == "start") start = a.i < 0 ? std::max<int64_t>(0, a.i + rank) : std::min(a.i, rank);
+          if (a.name == "end") end = a.i < 0 ? std::max<int64_t>(0, a.i + rank) : std::min(a.i, rank);
+        }
+        return std::max<int64_t>(0, end - start);
+      }
+      if (m.op_type == "Slice") {
+        // One axis, step 1, constant bounds (inputs from opset 10, attributes before).
+        auto bound = [&](size_t input, const char* attr, int64_t* out) {
+          if (m.inputs.size() > input && !m.inputs[input].empty()) {
+            const Tensor* t = b_.constant_of(m.inputs[input]);
+            if (!t || t->numel() != 1) return false;
+            *out = int64_t(t->at(0));
+            return true;
+          }
+          for (const OnnxAttribute& a : m.attrs)
+            if (a.name == attr && a.ints.size() == 1) return *out = a.ints[0], true;
+          return false;
+        };
+        int64_t start = 0, end = 0, axis = 0, step = 1;
+        if (!bound(1, "starts", &start) || !bound(2, "ends", &end)) return -1;
+        if ((bound(3, "axes", &axis) && axis != 0 && axis != -1) || (bound(4, "steps", &step) && step != 1)) return -1;
+        const int64_t data = known_length(m.inputs[0]);
+        constexpr int64_t kToEnd = int64_t(1) << 40;  // "to the end", as exporters write INT64_MAX
+        if (data >= 0) {
+          auto clamp = [&](int64_t v) { return v < 0 ? std::max<int64_t>(0, v + data) : std::min(v, data); };
+          return std::max<int64_t>(0, clamp(end) - clamp(start));
+        }
+        // A shape of unknown rank: the length the bounds give when the rank covers them.
+        if (start >= 0 && end >= start && end < kToEnd) return end - start;
+        if (start < 0 && end >= kToEnd) return -start;
+        return -1;
+      }
+      return -1;
+    }
+    std::string known_dtype(const std::string& name) override {
+      DType t;
+      return b_.known_dtype(name, &t) ? std::string(dtype_name(t)) : std::string();
+    }
     std::string unsqueezed_constant(const std::string& name, int axis) override {
       // An initializer not converted yet is decoded here alone: the original never joins the graph.
       Tensor t;

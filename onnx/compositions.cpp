@@ -308,6 +308,129 @@ std::vector<OnnxNode> instance_normalization(const OnnxNode& n, CompositionConte
   return b.done();
 }
 
+// ---- Resize ------------------------------------------------------------------------------
+
+std::string string_attr(const OnnxNode& n, std::string_view name, const std::string& fallback) {
+  const OnnxAttribute* a = find_attr(n, name);
+  return a && a->type == OnnxAttrType::String ? a->s : fallback;
+}
+
+// Resize, nearest or linear, one axis after the other: along axis d, the source coordinate
+// of each output index (by coordinate_transformation_mode), then a Gather of the nearest
+// source index (by nearest_mode), or of the two neighbours blended (linear). The indices
+// and weights are computed in the graph from Shape(X) and the scales or sizes, so they fold
+// to constants when the plan is traced, for whatever shape X has. Neighbours outside the
+// input are clamped to its edge, as ONNX's reference pads it.
+std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const std::string mode = string_attr(n, "mode", "nearest");
+  const std::string coords = string_attr(n, "coordinate_transformation_mode", "half_pixel");
+  const std::string rounding = string_attr(n, "nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear")
+    cx.fail(ErrorCode::Unsupported, "mode \"" + mode + "\" (fusor resizes nearest and linear)");
+  if (coords != "half_pixel" && coords != "pytorch_half_pixel" && coords != "align_corners" && coords != "asymmetric")
+    cx.fail(ErrorCode::Unsupported, "coordinate_transformation_mode \"" + coords +
+                                         "\" (fusor has half_pixel, pytorch_half_pixel, align_corners, asymmetric)");
+  if (mode == "nearest" && rounding != "round_prefer_floor" && rounding != "round_prefer_ceil" && rounding != "floor" &&
+      rounding != "ceil")
+    cx.fail(ErrorCode::InvalidGraph, "nearest_mode \"" + rounding + "\" is not an ONNX nearest mode");
+  if (int_attr(n, "antialias", 0) != 0) cx.fail(ErrorCode::Unsupported, "antialias=1");
+  if (int_attr(n, "exclude_outside", 0) != 0) cx.fail(ErrorCode::Unsupported, "exclude_outside=1");
+  const std::string policy = string_attr(n, "keep_aspect_ratio_policy", "stretch");
+  // Scales (input 2) or sizes (input 3); an empty constant stands for an absent input.
+  auto given = [&](size_t k) { return n.inputs.size() > k && !n.inputs[k].empty() && cx.known_numel(n.inputs[k]) != 0; };
+  const bool by_scales = given(2), by_sizes = given(3);
+  if (by_scales == by_sizes) cx.fail(ErrorCode::InvalidGraph, "needs exactly one of scales and sizes");
+  if (by_sizes && policy != "stretch")
+    cx.fail(ErrorCode::Unsupported, "keep_aspect_ratio_policy \"" + policy + "\" (fusor stretches)");
+  const std::string& factors = n.inputs[by_scales ? 2 : 3];
+  std::vector<int64_t> axes;
+  if (const OnnxAttribute* a = find_attr(n, "axes")) axes = a->ints;
+  const int64_t entries = cx.known_length(factors);
+  int64_t rank = cx.known_rank(b.x());
+  if (axes.empty()) {
+    if (entries < 0 && rank < 0)
+      cx.fail(ErrorCode::Unsupported, std::string(by_scales ? "scales" : "sizes") +
+                                          " computed in the graph for an input of unknown rank (fusor needs its rank)");
+    if (entries >= 0 && rank >= 0 && entries != rank)
+      cx.fail(ErrorCode::InvalidGraph, std::string(by_scales ? "scales" : "sizes") + " has " + std::to_string(entries) +
+                                           " values for an input of rank " + std::to_string(rank));
+    if (rank < 0) rank = entries;
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  } else {
+    if (rank < 0) cx.fail(ErrorCode::Unsupported, "axes for an input of unknown rank (fusor needs its rank)");
+    for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  }
+  const std::string dtype = cx.known_dtype(b.x());
+  const std::vector<OnnxAttribute> none;
+  auto f32 = [&](double v) { return cx.scalar(v, ""); };
+  std::string cur = b.x();
+  const std::string shape = b.op("Shape", {b.x()});
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t d = axes[k];
+    if (d < 0 || d >= rank) cx.fail(ErrorCode::InvalidGraph, "axis " + std::to_string(d) + " is out of range");
+    const std::string entry = cx.int_scalar(int64_t(k));
+    const std::string in_len = b.op("Cast", {b.op("Gather", {shape, cx.int_scalar(d)})}, {int_attribute("to", 1)});
+    // f32 scalars: the scale, the output length, and the length before flooring (in * scale),
+    // which align_corners and pytorch_half_pixel read as ONNX's reference does.
+    std::string scale, out_len, out_exact;
+    if (by_scales) {
+      scale = b.op("Cast", {b.op("Gather", {factors, entry})}, {int_attribute("to", 1)});
+      out_exact = b.op("Mul", {in_len, scale});
+      out_len = b.op("Floor", {out_exact});
+    } else {
+      out_len = out_exact = b.op("Cast", {b.op("Gather", {factors, entry})}, {int_attribute("to", 1)});
+      scale = b.op("Div", {out_len, in_len});
+    }
+    const std::string count = b.op("Cast", {out_len}, {int_attribute("to", 7)});
+    const std::string at = b.op("Cast", {b.op("Range", {cx.int_scalar(0), count, cx.int_scalar(1)})}, {int_attribute("to", 1)});
+    std::string x;  // the source coordinate of each output index
+    if (coords == "asymmetric") {
+      x = b.op("Div", {at, scale});
+    } else if (coords == "align_corners") {
+      // x (in - 1) / (out - 1), 0 for an output of length 1 (at is then 0 alone).
+      const std::string span = b.op("Sub", {out_exact, f32(1)});
+      const std::string safe = b.op("Where", {b.op("Equal", {span, f32(0)}), f32(1), span});
+      x = b.op("Div", {b.op("Mul", {at, b.op("Sub", {in_len, f32(1)})}), safe});
+    } else {
+      x = b.op("Sub", {b.op("Div", {b.op("Add", {at, f32(0.5)}), scale}), f32(0.5)});
+      if (coords == "pytorch_half_pixel")
+        x = b.op("Where", {b.op("Equal", {out_exact, f32(1)}), f32(-0.5), x});
+    }
+    const std::string last = b.op("Sub", {in_len, f32(1)});
+    auto index = [&](const std::string& v) {
+      return b.op("Cast", {b.op("Clip", {v, f32(0), last})}, {int_attribute("to", 7)});
+    };
+    const std::vector<OnnxAttribute> along{int_attribute("axis", d)};
+    const bool final_axis = k + 1 == axes.size();
+    if (mode == "nearest") {
+      std::string i;
+      if (rounding == "floor") i = b.op("Floor", {x});
+      else if (rounding == "ceil") i = b.op("Ceil", {x});
+      else if (rounding == "round_prefer_floor") i = b.op("Ceil", {b.op("Sub", {x, f32(0.5)})});
+      else i = b.op("Floor", {b.op("Add", {x, f32(0.5)})});
+      cur = b.op("Gather", {cur, index(i)}, along, final_axis ? b.y() : "");
+      continue;
+    }
+    const std::string lo = b.op("Floor", {x});
+    std::string w = b.op("Sub", {x, lo});  // the upper neighbour's weight, along axis d
+    std::vector<int64_t> w_shape(size_t(rank - d), 1);
+    w_shape[0] = -1;
+    w = b.op("Reshape", {w, cx.ints(w_shape)});
+    if (!dtype.empty() && dtype != "f32") {
+      const int64_t onnx_type = dtype == "f16" ? 10 : dtype == "bf16" ? 16 : 1;
+      w = b.op("Cast", {w}, {int_attribute("to", onnx_type)});
+    }
+    const std::string g0 = b.op("Gather", {cur, index(lo)}, along);
+    const std::string g1 = b.op("Gather", {cur, index(b.op("Add", {lo, f32(1)}))}, along);
+    const std::string one = cx.scalar(1.0, b.x());
+    cur = b.op("Add", {b.op("Mul", {b.op("Sub", {one, w}), g0}), b.op("Mul", {w, g1})}, none,
+               final_axis ? b.y() : "");
+  }
+  if (axes.empty()) b.op("Max", {b.x()}, {}, b.y());
+  return b.done();
+}
+
 // ---- 1-D convolution and pooling ---------------------------------------------------------
 
 bool conv_1d(const OnnxNode& n, CompositionContext& cx) {
@@ -373,6 +496,7 @@ constexpr Composition kCompositions[] = {
     {"ReduceLogSum", 1, nullptr, reduce_log_sum, "as Log(ReduceSum(x))"},
     {"ReduceLogSumExp", 1, nullptr, reduce_log_sum_exp, "as log(sum(exp(x - m))) + m, m the finite max"},
     {"InstanceNormalization", 6, nullptr, instance_normalization, "as ReduceMeans over [N, C, H*W...]"},
+    {"Resize", 11, nullptr, resize, "as Gathers (nearest) or two Gathers and a blend (linear) per axis"},
     {"Conv", 1, conv_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
     {"MaxPool", 8, pool_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
     {"AveragePool", 7, pool_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},

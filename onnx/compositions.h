@@ -27,6 +27,16 @@ class CompositionContext {
   virtual std::string scalar(double value, const std::string& like) = 0;
   /// A 1-D i64 constant.
   virtual std::string ints(const std::vector<int64_t>& values) = 0;
+  /// A scalar i64 constant.
+  virtual std::string int_scalar(int64_t value) = 0;
+  /// The number of elements of ONNX value `name` when it is a constant, else -1.
+  virtual int64_t known_numel(const std::string& name) = 0;
+  /// The length of 1-D value `name` when the loader can tell it without running the model:
+  /// a constant's, or a shape vector's made from Shape (of an input of known rank), Slice
+  /// with constant bounds, Concat and Cast (as exporters compute Resize's sizes), else -1.
+  virtual int64_t known_length(const std::string& name) = 0;
+  /// The fusor dtype name of ONNX value `name` when the loader knows it ("f16"), else "".
+  virtual std::string known_dtype(const std::string& name) = 0;
   /// A constant of `name`'s data with a dim of size 1 inserted at `axis`; "" when `name` is
   /// not a constant. An initializer not used otherwise never joins the graph itself.
   virtual std::string unsqueezed_constant(const std::string& name, int axis) = 0;

@@ -294,6 +294,127 @@ TEST_SUITE("onnx/compositions") {
     }
   }
 
+  TEST_CASE("Resize nearest and linear along H and W, by constant scales and by sizes computed in the graph") {
+    // The source coordinate of output index o along an axis of in -> out (scale s), as ONNX's
+    // reference computes it, and the value of a resized row.
+    auto source = [](const std::string& coords, double o, int64_t in, double out_exact, double s) {
+      if (coords == "asymmetric") return o / s;
+      if (coords == "align_corners") return out_exact == 1 ? 0.0 : o * double(in - 1) / (out_exact - 1);
+      if (coords == "pytorch_half_pixel" && out_exact == 1) return -0.5;
+      return (o + 0.5) / s - 0.5;
+    };
+    auto clamp = [](double i, int64_t in) { return std::min(std::max(i, 0.0), double(in - 1)); };
+    auto nearest = [](const std::string& rounding, double x) {
+      if (rounding == "floor") return std::floor(x);
+      if (rounding == "ceil") return std::ceil(x);
+      if (rounding == "round_prefer_ceil") return std::floor(x + 0.5);
+      return std::ceil(x - 0.5);
+    };
+    struct Case {
+      const char* mode;
+      const char* coords;
+      const char* rounding;
+      bool by_sizes;
+      int64_t oh, ow;  // sizes, or from the scales below
+      double sh, sw;
+    } cases[] = {
+        {"nearest", "asymmetric", "floor", false, 0, 0, 2.0, 2.0},  // PyTorch's nearest x2 (YOLO's upsampling)
+        {"nearest", "half_pixel", "round_prefer_floor", false, 0, 0, 1.5, 0.6},
+        {"nearest", "align_corners", "round_prefer_ceil", true, 7, 2, 0, 0},
+        {"nearest", "pytorch_half_pixel", "ceil", true, 1, 9, 0, 0},
+        {"linear", "half_pixel", "", false, 0, 0, 2.0, 2.0},
+        {"linear", "pytorch_half_pixel", "", true, 5, 7, 0, 0},
+        {"linear", "align_corners", "", false, 0, 0, 0.6, 1.7},
+        {"linear", "asymmetric", "", true, 1, 3, 0, 0},
+    };
+    const int64_t H = 3, W = 4;
+    std::vector<double> x(size_t(2 * H * W));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(double(i) * 1.3) * 4;
+    for (const Case& c : cases) {
+      CAPTURE(c.mode);
+      CAPTURE(c.coords);
+      CAPTURE(c.rounding);
+      CAPTURE(c.by_sizes);
+      OnnxBuilder b(13);
+      b.input("x", kFloat, {1, 2, H, W});
+      std::vector<std::string> in = {"x", ""};
+      if (c.by_sizes) {
+        // sizes = Concat(Shape(v)[0:2], [oh, ow]), as F.interpolate(size=...) exports, of a v
+        // whose rank the loader does not know (a node's output): the length of sizes says it.
+        b.node("Identity", {"x"}, {"v"}, "v");
+        in[0] = "v";
+        b.initializer_i64("hw", {2}, {c.oh, c.ow});
+        b.initializer_i64("zero", {1}, {0});
+        b.initializer_i64("two", {1}, {2});
+        b.node("Shape", {"v"}, {"shape"}, "shape");
+        b.node("Slice", {"shape", "zero", "two"}, {"nc"}, "nc");
+        attr(b.node("Concat", {"nc", "hw"}, {"sizes"}, "sizes"), "axis", int64_t(0));
+        b.initializer("no_scales", {0}, {});
+        in.push_back("no_scales");
+        in.push_back("sizes");
+      } else {
+        b.initializer("scales", {4}, {1.f, 1.f, float(c.sh), float(c.sw)});
+        in.push_back("scales");
+      }
+      onnx::NodeProto& n = b.node("Resize", in, {"y"}, "resize");
+      attr(n, "mode", c.mode);
+      attr(n, "coordinate_transformation_mode", c.coords);
+      if (*c.rounding) attr(n, "nearest_mode", c.rounding);
+      b.output("y");
+      const double eh = c.by_sizes ? double(c.oh) : double(H) * float(c.sh), ew = c.by_sizes ? double(c.ow) : double(W) * float(c.sw);
+      const int64_t OH = int64_t(std::floor(eh)), OW = int64_t(std::floor(ew));
+      const double sh = c.by_sizes ? double(OH) / H : double(float(c.sh)), sw = c.by_sizes ? double(OW) / W : double(float(c.sw));
+      // Separable: along H, then along W (as the reference interpolates axis by axis).
+      auto at = [&](int64_t ch, double yy, double xx) {
+        auto row = [&](int64_t r, double xc) {
+          if (std::string(c.mode) == "nearest") return x[size_t((ch * H + r) * W + int64_t(clamp(nearest(c.rounding, xc), W)))];
+          const double lo = std::floor(xc), w = xc - lo;
+          return (1 - w) * x[size_t((ch * H + r) * W + int64_t(clamp(lo, W)))] +
+                 w * x[size_t((ch * H + r) * W + int64_t(clamp(lo + 1, W)))];
+        };
+        if (std::string(c.mode) == "nearest") return row(int64_t(clamp(nearest(c.rounding, yy), H)), xx);
+        const double lo = std::floor(yy), w = yy - lo;
+        return (1 - w) * row(int64_t(clamp(lo, H)), xx) + w * row(int64_t(clamp(lo + 1, H)), xx);
+      };
+      std::vector<double> want;
+      for (int64_t ch = 0; ch < 2; ++ch)
+        for (int64_t i = 0; i < OH; ++i)
+          for (int64_t j = 0; j < OW; ++j)
+            want.push_back(at(ch, source(c.coords, double(i), H, eh, sh), source(c.coords, double(j), W, ew, sw)));
+      check_on_backends(load(b), {{"x", make(DType::F32, {1, 2, H, W}, x)}}, make(DType::F32, {1, 2, OH, OW}, want),
+                        1e-5, 1e-5);
+    }
+  }
+
+  TEST_CASE("Resize refuses what it does not have, naming the node") {
+    auto resize_error = [](const std::function<void(OnnxBuilder&, onnx::NodeProto&)>& edit) -> std::string {
+      OnnxBuilder b(18);
+      b.input("x", kFloat, {1, 1, 2, 2});
+      b.initializer("scales", {4}, {1.f, 1.f, 2.f, 2.f});
+      onnx::NodeProto& n = b.node("Resize", {"x", "", "scales"}, {"y"}, "up");
+      edit(b, n);
+      b.output("y");
+      try {
+        load(b);
+      } catch (const Error& e) {
+        return std::string(error_code_name(e.code())) + ": " + e.what();
+      }
+      return "no error";
+    };
+    CHECK(resize_error([](OnnxBuilder&, onnx::NodeProto& n) { attr(n, "mode", "cubic"); }).find("Unsupported") !=
+          std::string::npos);
+    CHECK(resize_error([](OnnxBuilder&, onnx::NodeProto& n) { attr(n, "mode", "cubic"); }).find("node 'up' (Resize)") !=
+          std::string::npos);
+    CHECK(resize_error([](OnnxBuilder&, onnx::NodeProto& n) { attr(n, "coordinate_transformation_mode", "tf_crop_and_resize"); })
+              .find("tf_crop_and_resize") != std::string::npos);
+    CHECK(resize_error([](OnnxBuilder&, onnx::NodeProto& n) { attr(n, "antialias", int64_t(1)); }).find("antialias") !=
+          std::string::npos);
+    CHECK(resize_error([](OnnxBuilder& b, onnx::NodeProto& n) {
+            b.initializer_i64("sizes", {4}, {1, 1, 4, 4});
+            n.add_input("sizes");
+          }).find("InvalidGraph: test.onnx: node 'up' (Resize): needs exactly one of scales and sizes") != std::string::npos);
+  }
+
   TEST_CASE("errors name the node: a missing input, a 1-D attribute of the wrong length, an old opset, a used Indices") {
     auto error_of = [](const OnnxBuilder& b) -> std::pair<ErrorCode, std::string> {
       try {
