@@ -532,15 +532,17 @@ class Builder {
       DType t;
       return b_.known_dtype(name, &t) ? std::string(dtype_name(t)) : std::string();
     }
-    std::string unsqueezed_constant(const std::string& name, int axis) override {
+    Tensor constant_copy(const std::string& name) override {
       // An initializer not converted yet is decoded here alone: the original never joins the graph.
-      Tensor t;
       if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end() && !b_.values_.count(name))
-        t = b_.tensors_.decode(b_.m_.initializers[init->second], "initializer '" + name + "'");
-      else if (const Tensor* c = b_.constant_of(name))
-        t = c->clone();
-      else
-        return "";
+        return b_.tensors_.decode(b_.m_.initializers[init->second], "initializer '" + name + "'");
+      if (const Tensor* c = b_.constant_of(name)) return c->clone();
+      return Tensor();
+    }
+    std::string constant(Tensor t, std::string_view what) override { return add(std::move(t), what); }
+    std::string unsqueezed_constant(const std::string& name, int axis) override {
+      Tensor t = constant_copy(name);
+      if (!t.defined()) return "";
       std::vector<int64_t> dims = t.shape().dims();
       if (axis < 0 || axis > int(dims.size())) return "";
       dims.insert(dims.begin() + axis, 1);
@@ -556,6 +558,23 @@ class Builder {
       if (auto it = b_.values_.find(name); it != b_.values_.end())
         if (const Tensor* t = b_.g_.constant_data(it->second)) return t->rank();
       return -1;
+    }
+    std::vector<int64_t> known_dims(const std::string& name) override {
+      if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end())
+        return b_.m_.initializers[init->second].dims;
+      if (b_.ix_.is_graph_input(name))
+        for (const OnnxValueInfo& in : b_.m_.inputs) {
+          if (in.name != name || !in.has_shape) continue;
+          std::vector<int64_t> dims;
+          for (const OnnxDim& d : in.dims) {
+            if (!d.has_value) return {};
+            dims.push_back(d.value);
+          }
+          return dims;
+        }
+      if (auto it = b_.values_.find(name); it != b_.values_.end())
+        if (const Tensor* t = b_.g_.constant_data(it->second)) return t->shape().dims();
+      return {};
     }
     bool used(const std::string& name) const override { return b_.ix_.used(name); }
     [[noreturn]] void fail(ErrorCode code, const std::string& message) const override {

@@ -431,6 +431,126 @@ std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
   return b.done();
 }
 
+// ---- ConvTranspose -----------------------------------------------------------------------
+
+std::vector<int64_t> ints_attr(const OnnxNode& n, std::string_view name, std::vector<int64_t> fallback) {
+  const OnnxAttribute* a = find_attr(n, name);
+  return a && a->type == OnnxAttrType::Ints ? a->ints : fallback;
+}
+
+// A transposed convolution (1-D or 2-D) as the direct one it equals: the input with s - 1
+// zeros inserted between neighbours along each axis of stride s (Unsqueeze after each
+// spatial dim, Pad, Reshape), padded by d (k - 1) less the pads (a negative pad crops;
+// output_padding adds at the end), then convolved at stride 1 with the weights flipped in
+// space and their in and out channels swapped per group (constant weights fold at trace).
+// The zeros cost s^2 more products than a scatter would, but every output is what ONNX
+// defines.
+std::vector<OnnxNode> conv_transpose(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  if (n.inputs.size() < 2 || n.inputs[1].empty()) cx.fail(ErrorCode::InvalidGraph, "needs inputs X and W");
+  const std::string& weights = n.inputs[1];
+  // The kernel: kernel_shape, else the weights' own (a constant's, a graph input's declared).
+  std::vector<int64_t> k = ints_attr(n, "kernel_shape", {});
+  if (k.empty()) {
+    const std::vector<int64_t> wd = cx.known_dims(weights);
+    if (wd.size() < 3) cx.fail(ErrorCode::Unsupported, "weights of unknown shape without kernel_shape");
+    k.assign(wd.begin() + 2, wd.end());
+  }
+  const int dims = int(k.size());
+  if (dims != 1 && dims != 2)
+    cx.fail(ErrorCode::Unsupported, std::to_string(dims) + "-D kernel: fusor has 1-D and 2-D transposed convolutions");
+  if (find_attr(n, "output_shape")) cx.fail(ErrorCode::Unsupported, "output_shape (give pads and output_padding)");
+  const int64_t group = int_attr(n, "group", 1);
+  if (group < 1) cx.fail(ErrorCode::InvalidGraph, "group must be >= 1");
+  const std::vector<int64_t> ones(size_t(dims), 1), zeros(size_t(2 * dims), 0);
+  const std::vector<int64_t> s = ints_attr(n, "strides", ones), d = ints_attr(n, "dilations", ones);
+  const std::vector<int64_t> out_pad = ints_attr(n, "output_padding", std::vector<int64_t>(size_t(dims), 0));
+  std::vector<int64_t> pads = ints_attr(n, "pads", zeros);
+  if (s.size() != size_t(dims) || d.size() != size_t(dims) || out_pad.size() != size_t(dims) ||
+      pads.size() != size_t(2 * dims))
+    cx.fail(ErrorCode::InvalidGraph, "strides, dilations, output_padding and pads must match the " +
+                                         std::to_string(dims) + "-D kernel");
+  for (int i = 0; i < dims; ++i)
+    if (k[size_t(i)] < 1 || s[size_t(i)] < 1 || d[size_t(i)] < 1 || out_pad[size_t(i)] < 0 ||
+        out_pad[size_t(i)] >= std::max(s[size_t(i)], d[size_t(i)]))
+      cx.fail(ErrorCode::InvalidGraph, "kernel, strides and dilations must be >= 1 and output_padding below the stride");
+  const std::string auto_pad = string_attr(n, "auto_pad", "NOTSET");
+  if (auto_pad == "VALID") {
+    pads = zeros;
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {  // output = input * stride
+    for (int i = 0; i < dims; ++i) {
+      const int64_t total = std::max<int64_t>(0, out_pad[size_t(i)] + (k[size_t(i)] - 1) * d[size_t(i)] + 1 - s[size_t(i)]);
+      const int64_t small = total / 2, large = total - small;
+      pads[size_t(i)] = auto_pad == "SAME_UPPER" ? small : large;
+      pads[size_t(dims + i)] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+  } else if (auto_pad != "NOTSET") {
+    cx.fail(ErrorCode::InvalidGraph, "auto_pad \"" + auto_pad + "\" is not an ONNX auto_pad");
+  }
+  constexpr int64_t kFar = int64_t(1) << 40;  // past either end of any dim
+  auto concat = [&](std::vector<std::string> parts) { return b.op("Concat", std::move(parts), {int_attribute("axis", 0)}); };
+  auto dims_of = [&](const std::string& shape, int64_t from, int64_t to) {
+    return b.op("Slice", {shape, cx.ints({from}), cx.ints({to})});
+  };
+  // W [c_in, c_out / g, k..] -> [g, c_in / g, c_out / g, k..] -> swap the channels -> [c_out,
+  // c_in / g, k..], flipped along k. In the graph: a constant W folds when the plan is traced.
+  const std::string w_shape = b.op("Shape", {weights});
+  const std::string g = cx.ints({group});
+  std::string w = b.op("Reshape", {weights, concat({g, b.op("Div", {dims_of(w_shape, 0, 1), g}), dims_of(w_shape, 1, kFar)})});
+  std::vector<int64_t> perm{0, 2, 1, 3};
+  if (dims == 2) perm.push_back(4);
+  w = b.op("Transpose", {w}, {ints_attribute("perm", perm)});
+  const std::string t_shape = b.op("Shape", {w});
+  w = b.op("Reshape", {w, concat({b.op("Mul", {dims_of(t_shape, 0, 1), dims_of(t_shape, 1, 2)}), dims_of(t_shape, 2, kFar)})});
+  std::vector<int64_t> flip_axes, back(size_t(dims), -1), past(size_t(dims), -kFar);
+  for (int i = 0; i < dims; ++i) flip_axes.push_back(2 + i);
+  w = b.op("Slice", {w, cx.ints(back), cx.ints(past), cx.ints(flip_axes), cx.ints(back)});
+
+  std::string x = b.x();
+  const bool strided = std::any_of(s.begin(), s.end(), [](int64_t v) { return v > 1; });
+  if (strided) {  // zeros between neighbours: [N, C, L..] -> [N, C, L, 1..] -> pad to [N, C, L, s..] -> [N, C, L*s..]
+    std::vector<int64_t> after, zero_pads(size_t(2 * (2 + 2 * dims)), 0);
+    for (int i = 0; i < dims; ++i) {
+      after.push_back(3 + 2 * i);
+      zero_pads[size_t(2 + 2 * dims + 3 + 2 * i)] = s[size_t(i)] - 1;
+    }
+    x = b.op("Unsqueeze", {x}, {ints_attribute("axes", after)});
+    x = b.op("Pad", {x, cx.ints(zero_pads)});
+    const std::string shape = b.op("Shape", {b.x()});
+    x = b.op("Reshape", {x, concat({dims_of(shape, 0, 2), b.op("Mul", {dims_of(shape, 2, 2 + dims), cx.ints(s)})})});
+  }
+  // d (k - 1) - pad at the start; at the end also output_padding, less the s - 1 zeros the
+  // insertion left after the last element (a negative pad crops).
+  std::vector<int64_t> edge(size_t(2 * (2 + dims)), 0);
+  bool padded = false;
+  for (int i = 0; i < dims; ++i) {
+    const int64_t reach = d[size_t(i)] * (k[size_t(i)] - 1);
+    edge[size_t(2 + i)] = reach - pads[size_t(i)];
+    edge[size_t(2 + dims + 2 + i)] = reach - pads[size_t(dims + i)] + out_pad[size_t(i)] - (s[size_t(i)] - 1);
+    padded |= edge[size_t(2 + i)] != 0 || edge[size_t(2 + dims + 2 + i)] != 0;
+  }
+  if (padded) x = b.op("Pad", {x, cx.ints(edge)});
+  std::vector<std::string> in{x, w};
+  if (n.inputs.size() > 2 && !n.inputs[2].empty()) in.push_back(n.inputs[2]);
+  b.op("Conv", in, {int_attribute("group", group), ints_attribute("dilations", d), ints_attribute("kernel_shape", k)},
+       b.y());
+  return b.done();
+}
+
+// The max over all spatial dims, kept as dims of size 1: over [N, C, H*W...], reshaped to
+// x's shape with the spatial dims divided by themselves.
+std::vector<OnnxNode> global_max_pool(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const std::string x3 = b.op("Reshape", {b.x(), cx.ints({0, 0, -1})});
+  const std::string m = b.op("ReduceMax", {x3}, {ints_attribute("axes", {2}), int_attribute("keepdims", 1)});
+  const std::string shape = b.op("Shape", {b.x()});
+  const std::string spatial = b.op("Slice", {shape, cx.ints({2}), cx.ints({int64_t(1) << 40})});
+  const std::string lead = b.op("Slice", {shape, cx.ints({0}), cx.ints({2})});
+  const std::string target = b.op("Concat", {lead, b.op("Div", {spatial, spatial})}, {int_attribute("axis", 0)});
+  b.op("Reshape", {m, target}, {}, b.y());
+  return b.done();
+}
+
 // ---- 1-D convolution and pooling ---------------------------------------------------------
 
 bool conv_1d(const OnnxNode& n, CompositionContext& cx) {
@@ -496,6 +616,8 @@ constexpr Composition kCompositions[] = {
     {"ReduceLogSum", 1, nullptr, reduce_log_sum, "as Log(ReduceSum(x))"},
     {"ReduceLogSumExp", 1, nullptr, reduce_log_sum_exp, "as log(sum(exp(x - m))) + m, m the finite max"},
     {"InstanceNormalization", 6, nullptr, instance_normalization, "as ReduceMeans over [N, C, H*W...]"},
+    {"ConvTranspose", 11, nullptr, conv_transpose, "as a Conv over the input with zeros inserted"},
+    {"GlobalMaxPool", 1, nullptr, global_max_pool, "as ReduceMax over [N, C, H*W...]"},
     {"Resize", 11, nullptr, resize, "as Gathers (nearest) or two Gathers and a blend (linear) per axis"},
     {"Conv", 1, conv_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
     {"MaxPool", 8, pool_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},

@@ -40,8 +40,16 @@ class CompositionContext {
   /// A constant of `name`'s data with a dim of size 1 inserted at `axis`; "" when `name` is
   /// not a constant. An initializer not used otherwise never joins the graph itself.
   virtual std::string unsqueezed_constant(const std::string& name, int axis) = 0;
+  /// A copy of constant `name`'s data (an undefined Tensor when it is not a constant), read
+  /// without adding the constant to the graph.
+  virtual Tensor constant_copy(const std::string& name) = 0;
+  /// A new constant holding `t`.
+  virtual std::string constant(Tensor t, std::string_view what) = 0;
   /// The rank of ONNX value `name` when the loader knows it (a graph input or a constant), else -1.
   virtual int known_rank(const std::string& name) = 0;
+  /// The dims of ONNX value `name` when all are known (a constant, a graph input declared
+  /// with fixed dims), else empty.
+  virtual std::vector<int64_t> known_dims(const std::string& name) = 0;
   /// Whether a live node or a graph output reads `name`.
   virtual bool used(const std::string& name) const = 0;
   /// Error(code) naming the node.

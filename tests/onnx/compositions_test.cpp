@@ -4,6 +4,7 @@
 // reductions' axes; 1-D Conv and pooling against a direct computation; and the errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -383,6 +384,90 @@ TEST_SUITE("onnx/compositions") {
             want.push_back(at(ch, source(c.coords, double(i), H, eh, sh), source(c.coords, double(j), W, ew, sw)));
       check_on_backends(load(b), {{"x", make(DType::F32, {1, 2, H, W}, x)}}, make(DType::F32, {1, 2, OH, OW}, want),
                         1e-5, 1e-5);
+    }
+  }
+
+  TEST_CASE("ConvTranspose 2-D and 1-D with constant weights: groups, strides, dilations, pads, output_padding") {
+    struct Case {
+      int64_t c_in, c_out_g, group, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oph, opw;
+    } cases[] = {
+        {4, 3, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1},  // a decoder's upsampling, groups of 2
+        {3, 2, 1, 2, 4, 3, 1, 1, 2, 0, 2, 1, 0, 2, 0},  // odd strides and dilations, uneven pads
+        {2, 2, 1, 1, 5, 1, 2, 1, 1, 0, 1, 0, 1, 0, 1},  // 1-D (kh 1 over H 1)
+    };
+    for (const Case& c : cases) {
+      const bool one_d = c.kh == 1 && c.sh == 1 && c.pt == 0 && c.pb == 0;
+      CAPTURE(one_d);
+      const int64_t H = one_d ? 1 : 5, W = 6, c_out = c.c_out_g * c.group;
+      const int64_t OH = c.sh * (H - 1) + c.oph + (c.kh - 1) * c.dh + 1 - c.pt - c.pb;
+      const int64_t OW = c.sw * (W - 1) + c.opw + (c.kw - 1) * c.dw + 1 - c.pl - c.pr;
+      std::vector<double> x(size_t(c.c_in * H * W)), w(size_t(c.c_in * c.c_out_g * c.kh * c.kw)), bias;
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(double(i) * 0.9);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(double(i) * 1.7) * 0.5;
+      for (int64_t o = 0; o < c_out; ++o) bias.push_back(0.1 * double(o) - 0.2);
+      // The scatter: each input pixel adds its kernel, strided and dilated, into the output.
+      std::vector<double> want(size_t(c_out * OH * OW));
+      for (int64_t o = 0; o < c_out; ++o)
+        for (int64_t i = 0; i < OH * OW; ++i) want[size_t(o * OH * OW + i)] = bias[size_t(o)];
+      const int64_t c_in_g = c.c_in / c.group;
+      for (int64_t ci = 0; ci < c.c_in; ++ci)
+        for (int64_t y = 0; y < H; ++y)
+          for (int64_t xx = 0; xx < W; ++xx)
+            for (int64_t oo = 0; oo < c.c_out_g; ++oo)
+              for (int64_t i = 0; i < c.kh; ++i)
+                for (int64_t j = 0; j < c.kw; ++j) {
+                  const int64_t oy = y * c.sh + i * c.dh - c.pt, ox = xx * c.sw + j * c.dw - c.pl;
+                  if (oy < 0 || oy >= OH || ox < 0 || ox >= OW) continue;
+                  const int64_t o = (ci / c_in_g) * c.c_out_g + oo;
+                  want[size_t((o * OH + oy) * OW + ox)] +=
+                      x[size_t((ci * H + y) * W + xx)] * w[size_t(((ci * c.c_out_g + oo) * c.kh + i) * c.kw + j)];
+                }
+      OnnxBuilder b(17);
+      std::vector<float> wf(w.begin(), w.end()), bf(bias.begin(), bias.end());
+      if (one_d) {
+        b.input("x", kFloat, {1, c.c_in, W});
+        b.initializer("w", {c.c_in, c.c_out_g, c.kw}, wf);
+      } else {
+        b.input("x", kFloat, {1, c.c_in, H, W});
+        b.initializer("w", {c.c_in, c.c_out_g, c.kh, c.kw}, wf);
+      }
+      b.initializer("b", {c_out}, bf);
+      onnx::NodeProto& n = b.node("ConvTranspose", {"x", "w", "b"}, {"y"}, "up");
+      attr(n, "group", c.group);
+      if (one_d) {
+        attr(n, "strides", std::vector<int64_t>{c.sw});
+        attr(n, "dilations", std::vector<int64_t>{c.dw});
+        attr(n, "pads", std::vector<int64_t>{c.pl, c.pr});
+        attr(n, "output_padding", std::vector<int64_t>{c.opw});
+      } else {
+        attr(n, "strides", std::vector<int64_t>{c.sh, c.sw});
+        attr(n, "dilations", std::vector<int64_t>{c.dh, c.dw});
+        attr(n, "pads", std::vector<int64_t>{c.pt, c.pl, c.pb, c.pr});
+        attr(n, "output_padding", std::vector<int64_t>{c.oph, c.opw});
+      }
+      b.output("y");
+      const Shape xs = one_d ? Shape{1, c.c_in, W} : Shape{1, c.c_in, H, W};
+      const Shape ys = one_d ? Shape{1, c_out, OW} : Shape{1, c_out, OH, OW};
+      check_on_backends(load(b), {{"x", make(DType::F32, xs, x)}}, make(DType::F32, ys, want), 1e-5, 1e-5);
+    }
+  }
+
+  TEST_CASE("GlobalMaxPool over rank 3 and rank 4 inputs") {
+    for (int rank : {3, 4}) {
+      CAPTURE(rank);
+      OnnxBuilder b(13);
+      const Shape s = rank == 3 ? Shape{2, 3, 5} : Shape{2, 3, 2, 3};
+      b.input("x", kFloat, rank == 3 ? std::vector<OnnxDimSpec>{2, 3, 5} : std::vector<OnnxDimSpec>{2, 3, 2, 3});
+      b.node("Identity", {"x"}, {"v"}, "v");  // its rank unknown to the loader
+      b.node("GlobalMaxPool", {"v"}, {"y"}, "gmp");
+      b.output("y");
+      const int spatial = rank == 3 ? 5 : 6;
+      std::vector<double> x(size_t(6 * spatial)), want;
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(double(i) * 2.1);
+      for (int nc = 0; nc < 6; ++nc)
+        want.push_back(*std::max_element(x.begin() + nc * spatial, x.begin() + (nc + 1) * spatial));
+      const Shape ys = rank == 3 ? Shape{2, 3, 1} : Shape{2, 3, 1, 1};
+      check_on_backends(load(b), {{"x", make(DType::F32, s, x)}}, make(DType::F32, ys, want));
     }
   }
 

@@ -472,7 +472,8 @@ output y
     std::vector<OnnxOperator> ops = onnx_operators();
     const char* composed[] = {"LogSoftmax", "Softplus", "Mish", "Softsign", "Elu", "Selu", "Celu", "ThresholdedRelu",
                               "PRelu", "Shrink", "Sum", "Mean", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-                              "ReduceLogSum", "ReduceLogSumExp", "InstanceNormalization", "Resize"};
+                              "ReduceLogSum", "ReduceLogSumExp", "InstanceNormalization", "Resize", "ConvTranspose",
+                              "GlobalMaxPool"};
     CHECK(ops.size() == size_t(kNumOpKinds) + 3 + std::size(composed));
     for (const char* c : composed) {
       auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOperator& o) { return o.op_type == c; });
