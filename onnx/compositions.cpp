@@ -31,6 +31,14 @@ namespace fusor::onnx_import {
 // 2-D one over [N, C, 1, L]: Unsqueeze, the 2-D op with its attributes widened (kernel 1 x k,
 // pads [0, b, 0, e]), Squeeze. Constant 1-D weights are reshaped once at load, so they stay
 // constants the convolution packs. Unsqueeze and Squeeze are views (no kernel).
+//
+// Some bodies compute in the graph what depends on the input's shape: Resize's source
+// indices and blend weights (from Shape(X) and the scales or sizes), ConvTranspose's zero
+// insertion and its weights flipped and regrouped, GlobalMaxPool's output shape. Those
+// nodes read only shapes and constants, so tracing a plan folds them to constants for the
+// shape at hand (Note [ONNX import]; ir/passes/trace.h): the kernels see constant indices
+// and weights, and a BN after a ConvTranspose folds into its weights. The loader needs only
+// ranks and lengths, which it reads off the model (CompositionContext::known_length).
 
 namespace {
 

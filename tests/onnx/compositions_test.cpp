@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jit/engine.h"
@@ -44,6 +45,16 @@ void check_on_backends(const Graph& g, const TensorMap& in, const Tensor& want, 
     }
     FUSOR_CHECK_CLOSE(e->run(g, in).at("y"), want, rtol, atol);
   }
+}
+
+// The code and message of the error loading b's model gives (Internal, "no error" if none).
+std::pair<ErrorCode, std::string> load_error(const OnnxBuilder& b) {
+  try {
+    load(b);
+  } catch (const Error& e) {
+    return {e.code(), e.what()};
+  }
+  return {ErrorCode::Internal, "no error"};
 }
 
 const std::vector<double> kX = {-100, -20, -3, -1, -1e-3, 0, 1e-3, 0.5, 1, 3, 20, 100};
@@ -479,12 +490,8 @@ TEST_SUITE("onnx/compositions") {
       onnx::NodeProto& n = b.node("Resize", {"x", "", "scales"}, {"y"}, "up");
       edit(b, n);
       b.output("y");
-      try {
-        load(b);
-      } catch (const Error& e) {
-        return std::string(error_code_name(e.code())) + ": " + e.what();
-      }
-      return "no error";
+      auto [code, what] = load_error(b);
+      return std::string(error_code_name(code)) + ": " + what;
     };
     CHECK(resize_error([](OnnxBuilder&, onnx::NodeProto& n) { attr(n, "mode", "cubic"); }).find("Unsupported") !=
           std::string::npos);
@@ -501,20 +508,12 @@ TEST_SUITE("onnx/compositions") {
   }
 
   TEST_CASE("errors name the node: a missing input, a 1-D attribute of the wrong length, an old opset, a used Indices") {
-    auto error_of = [](const OnnxBuilder& b) -> std::pair<ErrorCode, std::string> {
-      try {
-        load(b);
-      } catch (const Error& e) {
-        return {e.code(), e.what()};
-      }
-      return {ErrorCode::Internal, "no error"};
-    };
     {
       OnnxBuilder b(17);
       b.input("x", kFloat, {2});
       b.node("PRelu", {"x"}, {"y"}, "p");
       b.output("y");
-      auto [code, what] = error_of(b);
+      auto [code, what] = load_error(b);
       CHECK(code == ErrorCode::InvalidGraph);
       CHECK(what.find("node 'p' (PRelu)") != std::string::npos);
     }
@@ -524,7 +523,7 @@ TEST_SUITE("onnx/compositions") {
       b.initializer("w", {1, 1, 3}, {1, 1, 1});
       attr(b.node("Conv", {"x", "w"}, {"y"}, "c"), "pads", std::vector<int64_t>{1, 1, 1, 1});
       b.output("y");
-      auto [code, what] = error_of(b);
+      auto [code, what] = load_error(b);
       CHECK(code == ErrorCode::InvalidGraph);
       CHECK(what.find("node 'c' (Conv)") != std::string::npos);
       CHECK(what.find("pads") != std::string::npos);
@@ -534,7 +533,7 @@ TEST_SUITE("onnx/compositions") {
       b.input("x", kFloat, {2, 3});
       b.node("LogSoftmax", {"x"}, {"y"}, "l");
       b.output("y");
-      auto [code, what] = error_of(b);
+      auto [code, what] = load_error(b);
       CHECK(code == ErrorCode::Unsupported);
       CHECK(what.find("LogSoftmax (opset 11: fusor implements it as defined from opset 13)") != std::string::npos);
     }
@@ -544,7 +543,7 @@ TEST_SUITE("onnx/compositions") {
       attr(b.node("MaxPool", {"x"}, {"y", "idx"}, "mp"), "kernel_shape", std::vector<int64_t>{2});
       b.output("y");
       b.output("idx", kInt64);
-      auto [code, what] = error_of(b);
+      auto [code, what] = load_error(b);
       CHECK(code == ErrorCode::Unsupported);
       CHECK(what.find("node 'mp' (MaxPool)") != std::string::npos);
       CHECK(what.find("'idx' is used") != std::string::npos);
