@@ -523,7 +523,7 @@ class Builder {
         }
         // A shape of unknown rank: the length the bounds give when the rank covers them.
         if (start >= 0 && end >= start && end < kToEnd) return end - start;
-        if (start < 0 && end >= kToEnd) return -start;
+        if (start < 0 && start > -kToEnd && end >= kToEnd) return -start;
         return -1;
       }
       return -1;

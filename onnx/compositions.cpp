@@ -478,10 +478,15 @@ std::vector<OnnxNode> conv_transpose(const OnnxNode& n, CompositionContext& cx) 
       pads.size() != size_t(2 * dims))
     cx.fail(ErrorCode::InvalidGraph, "strides, dilations, output_padding and pads must match the " +
                                          std::to_string(dims) + "-D kernel");
+  constexpr int64_t kLimit = int64_t(1) << 30;  // keeps every padding below in range
   for (int i = 0; i < dims; ++i)
     if (k[size_t(i)] < 1 || s[size_t(i)] < 1 || d[size_t(i)] < 1 || out_pad[size_t(i)] < 0 ||
         out_pad[size_t(i)] >= std::max(s[size_t(i)], d[size_t(i)]))
       cx.fail(ErrorCode::InvalidGraph, "kernel, strides and dilations must be >= 1 and output_padding below the stride");
+  for (const std::vector<int64_t>* v : std::initializer_list<const std::vector<int64_t>*>{&k, &s, &d, &pads})
+    for (int64_t x : *v)
+      if (x < 0 || x > kLimit)
+        cx.fail(ErrorCode::InvalidGraph, "kernel, strides, dilations and pads must be in [0, 2^30]");
   const std::string auto_pad = string_attr(n, "auto_pad", "NOTSET");
   if (auto_pad == "VALID") {
     pads = zeros;

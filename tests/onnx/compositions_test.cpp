@@ -528,6 +528,16 @@ TEST_SUITE("onnx/compositions") {
       CHECK(what.find("node 'c' (Conv)") != std::string::npos);
       CHECK(what.find("pads") != std::string::npos);
     }
+    {  // a stride that would overflow the paddings
+      OnnxBuilder b(17);
+      b.input("x", kFloat, {1, 1, 4, 4});
+      b.initializer("w", {1, 1, 2, 2}, {1, 1, 1, 1});
+      attr(b.node("ConvTranspose", {"x", "w"}, {"y"}, "ct"), "strides", std::vector<int64_t>{int64_t(1) << 62, 1});
+      b.output("y");
+      auto [code, what] = load_error(b);
+      CHECK(code == ErrorCode::InvalidGraph);
+      CHECK(what.find("node 'ct' (ConvTranspose)") != std::string::npos);
+    }
     {
       OnnxBuilder b(11);
       b.input("x", kFloat, {2, 3});
