@@ -364,6 +364,7 @@ std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
       cx.fail(ErrorCode::InvalidGraph, std::string(by_scales ? "scales" : "sizes") + " has " + std::to_string(entries) +
                                            " values for an input of rank " + std::to_string(rank));
     if (rank < 0) rank = entries;
+    if (rank > 16) cx.fail(ErrorCode::Unsupported, "an input of rank " + std::to_string(rank) + " (at most 16)");
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   } else {
     if (rank < 0) cx.fail(ErrorCode::Unsupported, "axes for an input of unknown rank (fusor needs its rank)");

@@ -501,6 +501,17 @@ TEST_SUITE("onnx/compositions") {
               .find("tf_crop_and_resize") != std::string::npos);
     CHECK(resize_error([](OnnxBuilder&, onnx::NodeProto& n) { attr(n, "antialias", int64_t(1)); }).find("antialias") !=
           std::string::npos);
+    {  // 10^6 scales for an input of unknown rank: refused, not 10^6 axes built
+      OnnxBuilder b(18);
+      b.input("x", kFloat, {1, 1, 2, 2});
+      b.node("Identity", {"x"}, {"v"}, "v");
+      b.initializer("many", {1000000}, std::vector<float>(1000000, 1.f));
+      b.node("Resize", {"v", "", "many"}, {"y"}, "up");
+      b.output("y");
+      auto [code, what] = load_error(b);
+      CHECK(code == ErrorCode::Unsupported);
+      CHECK(what.find("rank 1000000") != std::string::npos);
+    }
     CHECK(resize_error([](OnnxBuilder& b, onnx::NodeProto& n) {
             b.initializer_i64("sizes", {4}, {1, 1, 4, 4});
             n.add_input("sizes");
