@@ -39,7 +39,7 @@ double time_step(const Plan& plan, const Step& st) {
 }  // namespace
 
 uint64_t keep_faster(const Plan& first, Plan& final, const StepTimer& timer) {
-  const StepTimer& time = timer ? timer : StepTimer(time_step);
+  const StepTimer time = timer ? timer : StepTimer(time_step);
   uint64_t kept = 0;
   for (Step& st : final.steps) {
     if (!st.kernel) continue;

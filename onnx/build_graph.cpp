@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/op_schema.h"
@@ -463,15 +464,11 @@ class Builder {
       return add(std::move(t), "int");
     }
     int64_t known_numel(const std::string& name) override {
-      if (name.empty()) return -1;
-      if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end() && !b_.values_.count(name)) {
-        int64_t n = 1;
-        for (int64_t d : b_.m_.initializers[init->second].dims) n *= d;
-        return n;
-      }
-      if (auto it = b_.values_.find(name); it != b_.values_.end())
-        if (const Tensor* t = b_.g_.constant_data(it->second)) return t->numel();
-      return -1;
+      const std::optional<std::vector<int64_t>> dims = constant_dims(name);
+      if (!dims) return -1;
+      int64_t n = 1;
+      for (int64_t d : *dims) n *= d;
+      return n;
     }
     int64_t known_length(const std::string& name) override {
       if (int64_t n = known_numel(name); n >= 0) return n;
@@ -528,10 +525,7 @@ class Builder {
       }
       return -1;
     }
-    std::string known_dtype(const std::string& name) override {
-      DType t;
-      return b_.known_dtype(name, &t) ? std::string(dtype_name(t)) : std::string();
-    }
+    bool known_dtype(const std::string& name, DType* out) override { return b_.known_dtype(name, out); }
     Tensor constant_copy(const std::string& name) override {
       // An initializer not converted yet is decoded here alone: the original never joins the graph.
       if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end() && !b_.values_.count(name))
@@ -540,41 +534,21 @@ class Builder {
       return Tensor();
     }
     std::string constant(Tensor t, std::string_view what) override { return add(std::move(t), what); }
-    std::string unsqueezed_constant(const std::string& name, int axis) override {
-      Tensor t = constant_copy(name);
-      if (!t.defined()) return "";
-      std::vector<int64_t> dims = t.shape().dims();
-      if (axis < 0 || axis > int(dims.size())) return "";
-      dims.insert(dims.begin() + axis, 1);
-      Tensor r = b_.guard([&] { return t.reshaped(Shape(dims)); });
-      return add(std::move(r), "unsqueezed");
-    }
     int known_rank(const std::string& name) override {
-      if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end())
-        return int(b_.m_.initializers[init->second].dims.size());
-      if (b_.ix_.is_graph_input(name))
-        for (const OnnxValueInfo& in : b_.m_.inputs)
-          if (in.name == name && in.has_shape) return int(in.dims.size());
-      if (auto it = b_.values_.find(name); it != b_.values_.end())
-        if (const Tensor* t = b_.g_.constant_data(it->second)) return t->rank();
-      return -1;
+      if (const OnnxValueInfo* in = declared_input(name)) return int(in->dims.size());
+      const std::optional<std::vector<int64_t>> dims = constant_dims(name);
+      return dims ? int(dims->size()) : -1;
     }
     std::vector<int64_t> known_dims(const std::string& name) override {
-      if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end())
-        return b_.m_.initializers[init->second].dims;
-      if (b_.ix_.is_graph_input(name))
-        for (const OnnxValueInfo& in : b_.m_.inputs) {
-          if (in.name != name || !in.has_shape) continue;
-          std::vector<int64_t> dims;
-          for (const OnnxDim& d : in.dims) {
-            if (!d.has_value) return {};
-            dims.push_back(d.value);
-          }
-          return dims;
+      if (const OnnxValueInfo* in = declared_input(name)) {
+        std::vector<int64_t> dims;
+        for (const OnnxDim& d : in->dims) {
+          if (!d.has_value) return {};
+          dims.push_back(d.value);
         }
-      if (auto it = b_.values_.find(name); it != b_.values_.end())
-        if (const Tensor* t = b_.g_.constant_data(it->second)) return t->shape().dims();
-      return {};
+        return dims;
+      }
+      return constant_dims(name).value_or(std::vector<int64_t>{});
     }
     bool used(const std::string& name) const override { return b_.ix_.used(name); }
     [[noreturn]] void fail(ErrorCode code, const std::string& message) const override {
@@ -582,6 +556,22 @@ class Builder {
     }
 
    private:
+    // Graph input `name` with a declared shape, or null.
+    const OnnxValueInfo* declared_input(const std::string& name) const {
+      if (!b_.ix_.is_graph_input(name)) return nullptr;
+      for (const OnnxValueInfo& in : b_.m_.inputs)
+        if (in.name == name && in.has_shape) return &in;
+      return nullptr;
+    }
+    // The dims of constant `name` (an initializer or a converted constant), read without
+    // decoding it.
+    std::optional<std::vector<int64_t>> constant_dims(const std::string& name) const {
+      if (auto init = b_.ix_.initializer.find(name); init != b_.ix_.initializer.end())
+        return b_.m_.initializers[init->second].dims;
+      if (auto it = b_.values_.find(name); it != b_.values_.end())
+        if (const Tensor* t = b_.g_.constant_data(it->second)) return t->shape().dims();
+      return std::nullopt;
+    }
     std::string add(Tensor t, std::string_view what) {
       std::string onnx_name = fresh(what);
       std::string name = b_.fresh_name(b_.new_node_name_base(n_) + "_" + std::string(what));

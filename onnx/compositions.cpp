@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ir/error.h"
+#include "onnx/onnx_dtype.h"
 
 namespace fusor::onnx_import {
 
@@ -58,6 +59,16 @@ int64_t int_attr(const OnnxNode& n, std::string_view name, int64_t fallback) {
   return a && a->type == OnnxAttrType::Int ? a->i : fallback;
 }
 
+std::string string_attr(const OnnxNode& n, std::string_view name, const std::string& fallback) {
+  const OnnxAttribute* a = find_attr(n, name);
+  return a && a->type == OnnxAttrType::String ? a->s : fallback;
+}
+
+std::vector<int64_t> ints_attr(const OnnxNode& n, std::string_view name, std::vector<int64_t> fallback) {
+  const OnnxAttribute* a = find_attr(n, name);
+  return a && a->type == OnnxAttrType::Ints ? a->ints : fallback;
+}
+
 OnnxAttribute int_attribute(std::string name, int64_t v) {
   OnnxAttribute a;
   a.name = std::move(name);
@@ -73,6 +84,9 @@ OnnxAttribute ints_attribute(std::string name, std::vector<int64_t> v) {
   a.ints = std::move(v);
   return a;
 }
+
+// Cast's `to` for fusor dtype t.
+OnnxAttribute cast_to(DType t) { return int_attribute("to", onnx_dtype_of(t)); }
 
 // n's attributes with `keepdims` set to `keep`.
 std::vector<OnnxAttribute> with_keepdims(const OnnxNode& n, int64_t keep) {
@@ -223,8 +237,10 @@ std::vector<OnnxNode> shrink(const OnnxNode& n, CompositionContext& cx) {
 
 // ---- variadic ----------------------------------------------------------------------------
 
-// The inputs added in turn (one input: itself).
-std::string sum_of(Body& b, const OnnxNode& n, const std::string& out) {
+// The inputs added in turn (one input: itself, as Max of one), into `out` or a fresh name.
+std::string sum_of(Body& b, const OnnxNode& n, CompositionContext& cx, const std::string& out) {
+  for (const std::string& in : n.inputs)
+    if (in.empty()) cx.fail(ErrorCode::InvalidGraph, "has an empty input name");
   std::string acc = n.inputs[0];
   if (n.inputs.size() == 1) return b.op("Max", {acc}, {}, out);
   for (size_t k = 1; k < n.inputs.size(); ++k) acc = b.op("Add", {acc, n.inputs[k]}, {}, k + 1 == n.inputs.size() ? out : "");
@@ -233,21 +249,15 @@ std::string sum_of(Body& b, const OnnxNode& n, const std::string& out) {
 
 std::vector<OnnxNode> sum(const OnnxNode& n, CompositionContext& cx) {
   Body b(n, cx);
-  for (const std::string& in : n.inputs)
-    if (in.empty()) cx.fail(ErrorCode::InvalidGraph, "has an empty input name");
-  sum_of(b, n, b.y());
+  sum_of(b, n, cx, b.y());
   return b.done();
 }
 
 std::vector<OnnxNode> mean(const OnnxNode& n, CompositionContext& cx) {
   Body b(n, cx);
-  for (const std::string& in : n.inputs)
-    if (in.empty()) cx.fail(ErrorCode::InvalidGraph, "has an empty input name");
-  if (n.inputs.size() == 1) {
-    b.op("Max", {b.x()}, {}, b.y());
-    return b.done();
-  }
-  b.op("Div", {sum_of(b, n, ""), b.scalar(double(n.inputs.size()))}, {}, b.y());
+  const bool one = n.inputs.size() == 1;  // its own mean
+  const std::string s = sum_of(b, n, cx, one ? b.y() : "");
+  if (!one) b.op("Div", {s, b.scalar(double(n.inputs.size()))}, {}, b.y());
   return b.done();
 }
 
@@ -318,11 +328,6 @@ std::vector<OnnxNode> instance_normalization(const OnnxNode& n, CompositionConte
 
 // ---- Resize ------------------------------------------------------------------------------
 
-std::string string_attr(const OnnxNode& n, std::string_view name, const std::string& fallback) {
-  const OnnxAttribute* a = find_attr(n, name);
-  return a && a->type == OnnxAttrType::String ? a->s : fallback;
-}
-
 // Resize, nearest or linear, one axis after the other: along axis d, the source coordinate
 // of each output index (by coordinate_transformation_mode), then a Gather of the nearest
 // source index (by nearest_mode), or of the two neighbours blended (linear). The indices
@@ -370,8 +375,6 @@ std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
     if (rank < 0) cx.fail(ErrorCode::Unsupported, "axes for an input of unknown rank (fusor needs its rank)");
     for (int64_t& a : axes) a = a < 0 ? a + rank : a;
   }
-  const std::string dtype = cx.known_dtype(b.x());
-  const std::vector<OnnxAttribute> none;
   auto f32 = [&](double v) { return cx.scalar(v, ""); };
   std::string cur = b.x();
   const std::string shape = b.op("Shape", {b.x()});
@@ -379,20 +382,20 @@ std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
     const int64_t d = axes[k];
     if (d < 0 || d >= rank) cx.fail(ErrorCode::InvalidGraph, "axis " + std::to_string(d) + " is out of range");
     const std::string entry = cx.int_scalar(int64_t(k));
-    const std::string in_len = b.op("Cast", {b.op("Gather", {shape, cx.int_scalar(d)})}, {int_attribute("to", 1)});
+    const std::string in_len = b.op("Cast", {b.op("Gather", {shape, cx.int_scalar(d)})}, {cast_to(DType::F32)});
     // f32 scalars: the scale, the output length, and the length before flooring (in * scale),
     // which align_corners and pytorch_half_pixel read as ONNX's reference does.
     std::string scale, out_len, out_exact;
     if (by_scales) {
-      scale = b.op("Cast", {b.op("Gather", {factors, entry})}, {int_attribute("to", 1)});
+      scale = b.op("Cast", {b.op("Gather", {factors, entry})}, {cast_to(DType::F32)});
       out_exact = b.op("Mul", {in_len, scale});
       out_len = b.op("Floor", {out_exact});
     } else {
-      out_len = out_exact = b.op("Cast", {b.op("Gather", {factors, entry})}, {int_attribute("to", 1)});
+      out_len = out_exact = b.op("Cast", {b.op("Gather", {factors, entry})}, {cast_to(DType::F32)});
       scale = b.op("Div", {out_len, in_len});
     }
-    const std::string count = b.op("Cast", {out_len}, {int_attribute("to", 7)});
-    const std::string at = b.op("Cast", {b.op("Range", {cx.int_scalar(0), count, cx.int_scalar(1)})}, {int_attribute("to", 1)});
+    const std::string count = b.op("Cast", {out_len}, {cast_to(DType::I64)});
+    const std::string at = b.op("Cast", {b.op("Range", {cx.int_scalar(0), count, cx.int_scalar(1)})}, {cast_to(DType::F32)});
     std::string x;  // the source coordinate of each output index
     if (coords == "asymmetric") {
       x = b.op("Div", {at, scale});
@@ -408,7 +411,7 @@ std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
     }
     const std::string last = b.op("Sub", {in_len, f32(1)});
     auto index = [&](const std::string& v) {
-      return b.op("Cast", {b.op("Clip", {v, f32(0), last})}, {int_attribute("to", 7)});
+      return b.op("Cast", {b.op("Clip", {v, f32(0), last})}, {cast_to(DType::I64)});
     };
     const std::vector<OnnxAttribute> along{int_attribute("axis", d)};
     const bool final_axis = k + 1 == axes.size();
@@ -426,14 +429,11 @@ std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
     std::vector<int64_t> w_shape(size_t(rank - d), 1);
     w_shape[0] = -1;
     w = b.op("Reshape", {w, cx.ints(w_shape)});
-    if (!dtype.empty() && dtype != "f32") {
-      const int64_t onnx_type = dtype == "f16" ? 10 : dtype == "bf16" ? 16 : 1;
-      w = b.op("Cast", {w}, {int_attribute("to", onnx_type)});
-    }
+    if (DType t; cx.known_dtype(b.x(), &t) && t != DType::F32) w = b.op("Cast", {w}, {cast_to(t)});
     const std::string g0 = b.op("Gather", {cur, index(lo)}, along);
     const std::string g1 = b.op("Gather", {cur, index(b.op("Add", {lo, f32(1)}))}, along);
     const std::string one = cx.scalar(1.0, b.x());
-    cur = b.op("Add", {b.op("Mul", {b.op("Sub", {one, w}), g0}), b.op("Mul", {w, g1})}, none,
+    cur = b.op("Add", {b.op("Mul", {b.op("Sub", {one, w}), g0}), b.op("Mul", {w, g1})}, {},
                final_axis ? b.y() : "");
   }
   if (axes.empty()) b.op("Max", {b.x()}, {}, b.y());
@@ -441,11 +441,6 @@ std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
 }
 
 // ---- ConvTranspose -----------------------------------------------------------------------
-
-std::vector<int64_t> ints_attr(const OnnxNode& n, std::string_view name, std::vector<int64_t> fallback) {
-  const OnnxAttribute* a = find_attr(n, name);
-  return a && a->type == OnnxAttrType::Ints ? a->ints : fallback;
-}
 
 // A transposed convolution (1-D or 2-D) as the direct one it equals: the input with s - 1
 // zeros inserted between neighbours along each axis of stride s (Unsqueeze after each
@@ -584,8 +579,14 @@ std::vector<OnnxNode> spatial_1d(const OnnxNode& n, CompositionContext& cx) {
   std::vector<std::string> in = n.inputs;
   in[0] = b.op("Unsqueeze", {b.x()}, at_h);
   if (n.op_type == "Conv" && in.size() > 1 && !in[1].empty()) {
-    in[1] = cx.unsqueezed_constant(n.inputs[1], 2);
-    if (in[1].empty()) in[1] = b.op("Unsqueeze", {n.inputs[1]}, at_h);
+    Tensor w = cx.constant_copy(n.inputs[1]);  // reshaped once, still a constant to pack
+    if (w.defined() && w.rank() == 3) {
+      std::vector<int64_t> dims = w.shape().dims();
+      dims.insert(dims.begin() + 2, 1);
+      in[1] = cx.constant(w.reshaped(Shape(dims)), "unsqueezed");
+    } else {
+      in[1] = b.op("Unsqueeze", {n.inputs[1]}, at_h);
+    }
   }
   std::vector<OnnxAttribute> attrs;
   for (const OnnxAttribute& a : n.attrs) {

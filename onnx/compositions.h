@@ -36,13 +36,11 @@ class CompositionContext {
   /// a constant's, or a shape vector's made from Shape (of an input of known rank), Slice
   /// with constant bounds, Concat and Cast (as exporters compute Resize's sizes), else -1.
   virtual int64_t known_length(const std::string& name) = 0;
-  /// The fusor dtype name of ONNX value `name` when the loader knows it ("f16"), else "".
-  virtual std::string known_dtype(const std::string& name) = 0;
-  /// A constant of `name`'s data with a dim of size 1 inserted at `axis`; "" when `name` is
-  /// not a constant. An initializer not used otherwise never joins the graph itself.
-  virtual std::string unsqueezed_constant(const std::string& name, int axis) = 0;
+  /// The dtype of ONNX value `name` when the loader knows it.
+  virtual bool known_dtype(const std::string& name, DType* out) = 0;
   /// A copy of constant `name`'s data (an undefined Tensor when it is not a constant), read
-  /// without adding the constant to the graph.
+  /// without adding the constant to the graph: an initializer a body only transforms (1-D
+  /// weights reshaped) never joins the graph itself.
   virtual Tensor constant_copy(const std::string& name) = 0;
   /// A new constant holding `t`.
   virtual std::string constant(Tensor t, std::string_view what) = 0;
