@@ -55,6 +55,7 @@ int64_t terms_of(const Graph& g, const std::vector<TensorType>& types, const Nod
     case OpKind::ReduceSum:
     case OpKind::ReduceMax:
     case OpKind::ReduceMin:
+    case OpKind::ReduceProd:
     case OpKind::GlobalAveragePool:
     case OpKind::AveragePool: return numel_ratio();
     default: (void)g; return 0;

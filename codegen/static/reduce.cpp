@@ -1,5 +1,5 @@
-// Static kernels of the reductions: ReduceSum, ReduceMean, ReduceMax and ReduceMin over any set
-// of axes.
+// Static kernels of the reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin and ReduceProd
+// over any set of axes.
 //
 // Note [Reduction plan]
 // The input's dims are canonicalised: size-1 dims dropped, adjacent dims that are both
@@ -15,7 +15,8 @@
 // (i32 results wrap modulo 2^32); integer ReduceMean truncates the sum / count toward zero.
 // f16/bf16 run the f32 kernel on converted copies (run_in_f32). ReduceMax and ReduceMin use
 // the same plan with max / min in place of + (accumulating in the element type, NaN
-// propagating).
+// propagating); ReduceProd with * (floats multiplied in double, integers in 64 bits with
+// wrap-around).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -74,10 +75,10 @@ int64_t product(const std::vector<Group>& g) {
   return p;
 }
 
-enum class Kind { Sum, Mean, Max, Min };
+enum class Kind { Sum, Mean, Max, Min, Prod };
 
 // Accumulation per element type: double for float, wrapping 64-bit for integers; the
-// element type itself for max.
+// element type itself for max and min.
 constexpr bool is_extremum(Kind k) { return k == Kind::Max || k == Kind::Min; }
 
 template <class T, Kind K>
@@ -85,7 +86,8 @@ using Acc = std::conditional_t<is_extremum(K), T, std::conditional_t<std::is_flo
 
 template <class T, Kind K>
 Acc<T, K> identity() {
-  if constexpr (!is_extremum(K)) return 0;
+  if constexpr (K == Kind::Prod) return 1;
+  else if constexpr (!is_extremum(K)) return 0;
   else if constexpr (std::is_floating_point_v<T>)
     return K == Kind::Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
   else return K == Kind::Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
@@ -94,17 +96,25 @@ Acc<T, K> identity() {
 // Combines two partial results (max and min propagate NaN).
 template <class T, Kind K>
 Acc<T, K> combine(Acc<T, K> a, Acc<T, K> b) {
-  if constexpr (!is_extremum(K)) return a + b;
+  if constexpr (K == Kind::Prod) return a * b;
+  else if constexpr (!is_extremum(K)) return a + b;
   else if constexpr (std::is_floating_point_v<T>)
     return a != a || b != b ? std::numeric_limits<T>::quiet_NaN() : K == Kind::Max ? (a > b ? a : b) : (a < b ? a : b);
   else return K == Kind::Max ? (a > b ? a : b) : (a < b ? a : b);
 }
 
+// An element as its accumulator (integers as their 64-bit two's complement).
+template <class T, Kind K>
+Acc<T, K> element_acc(T v) {
+  if constexpr (std::is_same_v<Acc<T, K>, uint64_t>) return uint64_t(int64_t(v));
+  else return Acc<T, K>(v);
+}
+
 template <class T, Kind K>
 Acc<T, K> run_reduce(const T* p, int64_t n) {
-  if constexpr (K == Kind::Min) {
+  if constexpr (K == Kind::Min || K == Kind::Prod) {
     Acc<T, K> m = identity<T, K>();
-    for (int64_t i = 0; i < n; ++i) m = combine<T, K>(m, p[i]);
+    for (int64_t i = 0; i < n; ++i) m = combine<T, K>(m, element_acc<T, K>(p[i]));
     return m;
   } else if constexpr (K == Kind::Max) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -128,7 +138,7 @@ Acc<T, K> run_reduce(const T* p, int64_t n) {
 template <class T, Kind K>
 void column_accumulate(Acc<T, K>* acc, const T* p, int64_t w) {
   for (int64_t j = 0; j < w; ++j) {
-    if constexpr (is_extremum(K)) acc[j] = combine<T, K>(acc[j], p[j]);
+    if constexpr (is_extremum(K) || K == Kind::Prod) acc[j] = combine<T, K>(acc[j], element_acc<T, K>(p[j]));
     else if constexpr (std::is_floating_point_v<T>) acc[j] += double(p[j]);
     else acc[j] += uint64_t(int64_t(p[j]));
   }
@@ -247,8 +257,8 @@ void reduce_typed(StaticKernelArgs& a) {
   Tensor& y = a.out();
   if (y.numel() == 0) return;
   T* py = static_cast<T*>(y.raw());
-  if (x.numel() == 0) {  // a sum over an empty axis (a mean over one is rejected by inference)
-    std::fill(py, py + y.numel(), T(0));
+  if (x.numel() == 0) {  // a sum or product over an empty axis (a mean over one is rejected by inference)
+    std::fill(py, py + y.numel(), T(K == Kind::Prod ? 1 : 0));
     return;
   }
   const std::vector<int> axes = reduce_axes(a.node, x.shape(), a.has(1) ? &a.in(1) : nullptr);
@@ -305,5 +315,6 @@ void run_ReduceMean(StaticKernelArgs& a) { reduce_kernel<Kind::Mean>(a); }
 void run_ReduceSum(StaticKernelArgs& a) { reduce_kernel<Kind::Sum>(a); }
 void run_ReduceMax(StaticKernelArgs& a) { reduce_kernel<Kind::Max>(a); }
 void run_ReduceMin(StaticKernelArgs& a) { reduce_kernel<Kind::Min>(a); }
+void run_ReduceProd(StaticKernelArgs& a) { reduce_kernel<Kind::Prod>(a); }
 
 }  // namespace fusor

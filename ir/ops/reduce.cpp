@@ -1,4 +1,4 @@
-// Schemas of the reductions: ReduceMean, ReduceSum, ReduceMax and ReduceMin over any set of
+// Schemas of the reductions: ReduceMean, ReduceSum, ReduceMax, ReduceMin and ReduceProd over any set of
 // axes. Axes come from the `axes` attribute (opset 13 ReduceMean/Max/Min) or a constant
 // second input (opset 13 ReduceSum, opset 18 all); either form is accepted for every one.
 // And the reductions along one axis: ArgMax (i64 indices) and CumSum (the axis a constant
@@ -22,7 +22,8 @@ void infer_reduce(InferContext& ctx) {
     bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
     if (!reduced) out.push_back(x[i]);
     else if (keep) out.push_back(1);
-    if (reduced && x[i] == 0 && ctx.node().op != OpKind::ReduceSum)  // Mean, Max, Min: no value
+    // Mean, Max, Min: no value (a sum over nothing is 0, a product 1)
+    if (reduced && x[i] == 0 && ctx.node().op != OpKind::ReduceSum && ctx.node().op != OpKind::ReduceProd)
       ctx.fail(ErrorCode::ShapeMismatch, op_name(ctx.node().op), " over an empty axis ", i, " of ",
                ctx.describe_input(0), " has no value");
   }
@@ -69,6 +70,7 @@ const OpSchema kReduceMeanSchema{"ReduceMean", 1, 2, 1, kReduceAttrs, check_01, 
 const OpSchema kReduceSumSchema{"ReduceSum", 1, 2, 1, kReduceAttrs, check_01, infer_reduce};
 const OpSchema kReduceMaxSchema{"ReduceMax", 1, 2, 1, kReduceAttrs, check_01, infer_reduce};
 const OpSchema kReduceMinSchema{"ReduceMin", 1, 2, 1, kReduceAttrs, check_01, infer_reduce};
+const OpSchema kReduceProdSchema{"ReduceProd", 1, 2, 1, kReduceAttrs, check_01, infer_reduce};
 // NaN is the maximum (numpy's argmax); ties take the first index, or the last with
 // select_last_index.
 const OpSchema kArgMaxSchema{"ArgMax",

@@ -233,6 +233,8 @@ TEST_SUITE("ir/shape_inference") {
     CHECK(infer(OpKind::CumSum, {of(DType::I64, {3, 4}), c({-1})}) == of(DType::I64, {3, 4}));
     CHECK(infer(OpKind::ArgMax, {f32({3, 4, 5})}, {{"axis", int64_t(-2)}, {"keepdims", int64_t(0)}}) == of(DType::I64, {3, 5}));
     CHECK(infer(OpKind::ReduceMin, {f32({3, 4}), c({0})}) == f32({1, 4}));
+    CHECK(infer(OpKind::ReduceProd, {f32({0, 4}), c({0})}) == f32({1, 4}));  // a product over nothing is 1
+    CHECK(error_of([&] { infer(OpKind::ReduceMin, {f32({0, 4}), c({0})}); }) == ErrorCode::ShapeMismatch);
     CHECK(infer(OpKind::ConstantOfShape, {c({2, 0, 3})}, {{"dtype", "bool"}}) == of(DType::Bool, {2, 0, 3}));
     CHECK(error_of([&] { infer(OpKind::GatherElements, {f32({2, 3}), of(DType::I64, {3, 4})}); }) == ErrorCode::ShapeMismatch);
     CHECK(error_of([&] { infer(OpKind::Expand, {f32({3}), of(DType::I64, {2})}); }) == ErrorCode::Unsupported);

@@ -164,6 +164,7 @@ const std::map<std::string, std::string> kOpLines = {
     {"IsNaN", "isnan = IsNaN(a)"},
     {"IsInf", "isinf = IsInf(h) {detect_negative=0}"},
     {"ReduceMin", "reducemin = ReduceMin(x) {axes=[1], keepdims=0}"},
+    {"ReduceProd", "reduceprod = ReduceProd(x) {axes=[0], keepdims=1}"},
     {"ArgMax", "argmax = ArgMax(a) {axis=1, keepdims=0}"},
     {"CumSum", "cumsum = CumSum(a, cs_axis) {reverse=1}"},
     {"Split", "split, split_b = Split(a, split_sizes) {axis=1}"},

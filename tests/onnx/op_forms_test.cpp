@@ -56,7 +56,10 @@ void check_reduce_last_axis(const char* op) {
     std::string o = op;
     std::vector<double> want;
     for (int r = 0; r < 6; ++r)
-      want.push_back(o == "ReduceMean" ? 4 * r + 1.5 : o == "ReduceMax" ? 4 * r + 3 : 4 * r);
+      want.push_back(o == "ReduceMean"   ? 4 * r + 1.5
+                     : o == "ReduceMax"  ? 4 * r + 3
+                     : o == "ReduceProd" ? double(4 * r) * (4 * r + 1) * (4 * r + 2) * (4 * r + 3)
+                                         : 4 * r);
     check_values(run(attr_form, {{"x", x234()}}).at("y"), Shape{2, 3, 1}, want);
     check_values(run(input_form, {{"x", x234()}}).at("y"), Shape{2, 3, 1}, want);
 }
@@ -104,6 +107,8 @@ TEST_SUITE("onnx/op forms") {
   TEST_CASE("ReduceMin: axes as attribute (opset 17) and as input (18)") {
     if (have_op("ReduceMin")) check_reduce_last_axis("ReduceMin");
   }
+
+  TEST_CASE("ReduceProd: axes as attribute (opset 17) and as input (18)") { check_reduce_last_axis("ReduceProd"); }
 
   TEST_CASE("ReduceSum with empty axes: all axes, or none with noop_with_empty_axes") {
     OnnxBuilder b(13);

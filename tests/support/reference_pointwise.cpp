@@ -293,8 +293,9 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool
   const int64_t outs = out_shape.numel();
   const int64_t count = outs == 0 ? 0 : x.numel() / outs;
   const bool max = op == OpKind::ReduceMax || op == OpKind::ReduceMin, is_min = op == OpKind::ReduceMin;
-  std::vector<double> fsum(size_t(outs), is_min ? INFINITY : max ? -INFINITY : 0.0);
-  std::vector<int64_t> isum(size_t(outs), is_min ? INT64_MAX : max ? INT64_MIN : 0);
+  const bool prod = op == OpKind::ReduceProd;
+  std::vector<double> fsum(size_t(outs), is_min ? INFINITY : max ? -INFINITY : prod ? 1.0 : 0.0);
+  std::vector<int64_t> isum(size_t(outs), is_min ? INT64_MAX : max ? INT64_MIN : prod ? 1 : 0);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const std::vector<int64_t> idx = unflatten(x.shape(), i);
     int64_t o = 0;
@@ -305,6 +306,9 @@ Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool
       if (is_int(x.dtype()))
         isum[size_t(o)] = is_min ? std::min(isum[size_t(o)], iget(x, i)) : std::max(isum[size_t(o)], iget(x, i));
       else fsum[size_t(o)] = std::isnan(f) || std::isnan(v) ? NAN : is_min ? std::min(f, v) : std::max(f, v);
+    } else if (prod) {
+      if (is_int(x.dtype())) isum[size_t(o)] = int64_t(uint64_t(isum[size_t(o)]) * uint64_t(iget(x, i)));
+      else fsum[size_t(o)] *= x.at(i);
     } else if (is_int(x.dtype())) {
       isum[size_t(o)] = int64_t(uint64_t(isum[size_t(o)]) + uint64_t(iget(x, i)));
     } else {

@@ -55,8 +55,8 @@ Tensor compare(OpKind op, const Tensor& a, const Tensor& b);
 /// Not (of a bool tensor), IsNaN, IsInf (with its two flags): bool.
 Tensor test(OpKind op, const Tensor& x, bool detect_negative = true, bool detect_positive = true);
 
-/// ReduceSum / ReduceMean / ReduceMax / ReduceMin over `axes` (possibly negative; empty means all axes unless
-/// noop_with_empty_axes). Integer means truncate toward zero.
+/// ReduceSum / ReduceMean / ReduceMax / ReduceMin / ReduceProd over `axes` (possibly negative; empty means all axes unless
+/// noop_with_empty_axes). Integer means truncate toward zero; integer products wrap.
 Tensor reduce(OpKind op, const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
               bool noop_with_empty_axes = false);
 

@@ -1,4 +1,4 @@
-// Static ReduceSum / ReduceMean / ReduceMax / ReduceMin kernels against the double-precision reference: every axis
+// Static ReduceSum / ReduceMean / ReduceMax / ReduceMin / ReduceProd kernels against the double-precision reference: every axis
 // subset of ranks 0..4 (row, column, middle and interleaved reductions), negative axes,
 // keepdims 0/1, empty axes with and without noop_with_empty_axes, axes as attribute or
 // constant input; serial and on a 4-thread pool; f32 / f16 / bf16 / i32 / i64.
@@ -9,6 +9,9 @@
 //   f16 / bf16  rtol 1e-3 / 8e-3 (one ulp of the output format), atol 1e-3 / 8e-3 times the
 //         same scale
 //   integers: exact (64-bit accumulation, wrap to the output width)
+//   ReduceProd: the same rtol (products in double, one rounding to the output format), an
+//         atol of the format's smallest subnormal (products of values in [-1, 1) shrink to
+//         it), integers exact (64-bit products wrap, as the reference's)
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -39,6 +42,7 @@ void check_reduce(OpKind op, DType t, const Tensor& x, const std::vector<int64_t
   double rtol = 1e-6, atol = 1e-6 * scale;
   if (t == DType::F16) rtol = 1e-3, atol = 1e-3 * scale;
   if (t == DType::BF16) rtol = 8e-3, atol = 8e-3 * scale;
+  if (op == OpKind::ReduceProd) atol = t == DType::F16 ? 6e-8 : 1.5e-45;
   if (t == DType::I32 || t == DType::I64) rtol = 0, atol = 0;
   Attributes attrs{{"keepdims", int64_t(keepdims)}, {"noop_with_empty_axes", int64_t(noop)}};
   std::vector<OpInput> ins = {x};
@@ -71,7 +75,7 @@ TEST_SUITE("static/reduce") {
     const std::vector<DType> dtypes = {DType::F32, DType::I32, DType::I64, DType::F16, DType::BF16};
     std::vector<int64_t> sizes = test::sizes_around(8);
     for (int64_t v : test::sizes_around(16)) sizes.push_back(v);
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin}) {
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceProd}) {
       for (DType t : dtypes) {
         for (int64_t n : sizes) {
           const std::vector<Shape> shapes = {{n}, {3, n}, {n, 5}, {2, n, 3}, {2, 3, 1, n}};
@@ -87,7 +91,7 @@ TEST_SUITE("static/reduce") {
   }
 
   TEST_CASE("rank 0 and empty axes") {
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin}) {
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceProd}) {
       const Tensor s = test::randn({}, 1);
       check_reduce(op, DType::F32, s, {}, true, false);
       check_reduce(op, DType::F32, s, {}, false, false);
@@ -112,7 +116,7 @@ TEST_SUITE("static/reduce") {
         {{16, 500, 9, 40}, {0, 2}},     // interleaved, innermost kept
         {{3, 1, 700, 1, 90}, {0, 2}},   // size-1 dims between groups
     };
-    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin})
+    for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceProd})
       for (DType t : {DType::F32, DType::I64})
         for (const auto& [shape, axes] : cases) check_reduce(op, t, input(t, shape, seed++), axes, true, false);
   }
@@ -139,6 +143,23 @@ TEST_SUITE("static/reduce") {
     const Tensor z = test::run_static_op(OpKind::ReduceSum, {Tensor::empty(DType::F32, {3, 0})},
                                          {{"axes", std::vector<int64_t>{0}}})[0];
     CHECK(z.numel() == 0);
+  }
+
+  TEST_CASE("products: hand values, an empty axis gives one, integers wrap") {
+    const Tensor x = test::make(DType::F32, {2, 3}, {2, -3, 0.5, 4, INFINITY, 0});
+    const Tensor y = test::run_static_op(OpKind::ReduceProd, {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", 0}})[0];
+    REQUIRE(y.numel() == 2);
+    CHECK(y.at(0) == -3.0);
+    CHECK(std::isnan(y.at(1)));  // inf * 0
+    const Tensor e = test::run_static_op(OpKind::ReduceProd, {Tensor::empty(DType::F32, {0, 3})},
+                                         {{"axes", std::vector<int64_t>{0}}})[0];
+    REQUIRE(e.numel() == 3);
+    for (int64_t i = 0; i < 3; ++i) CHECK(e.at(i) == 1.0);
+    Tensor big = Tensor::empty(DType::I32, {2});
+    big.data<int32_t>()[0] = 65536;
+    big.data<int32_t>()[1] = 65537;
+    const Tensor w = test::run_static_op(OpKind::ReduceProd, {big}, {{"keepdims", 0}})[0];
+    CHECK(w.data<int32_t>()[0] == 65536);  // 2^32 + 2^16 wraps to 2^16
   }
 
   TEST_CASE("integer sums wrap and integer means truncate") {
