@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ir/error.h"
+#include "onnx/composition_body.h"
 #include "onnx/onnx_dtype.h"
 
 namespace fusor::onnx_import {
@@ -43,96 +44,7 @@ namespace fusor::onnx_import {
 
 namespace {
 
-const OnnxAttribute* find_attr(const OnnxNode& n, std::string_view name) {
-  for (const OnnxAttribute& a : n.attrs)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-double float_attr(const OnnxNode& n, std::string_view name, double fallback) {
-  const OnnxAttribute* a = find_attr(n, name);
-  return a && a->type == OnnxAttrType::Float ? a->f : fallback;
-}
-
-int64_t int_attr(const OnnxNode& n, std::string_view name, int64_t fallback) {
-  const OnnxAttribute* a = find_attr(n, name);
-  return a && a->type == OnnxAttrType::Int ? a->i : fallback;
-}
-
-std::string string_attr(const OnnxNode& n, std::string_view name, const std::string& fallback) {
-  const OnnxAttribute* a = find_attr(n, name);
-  return a && a->type == OnnxAttrType::String ? a->s : fallback;
-}
-
-std::vector<int64_t> ints_attr(const OnnxNode& n, std::string_view name, std::vector<int64_t> fallback) {
-  const OnnxAttribute* a = find_attr(n, name);
-  return a && a->type == OnnxAttrType::Ints ? a->ints : fallback;
-}
-
-OnnxAttribute int_attribute(std::string name, int64_t v) {
-  OnnxAttribute a;
-  a.name = std::move(name);
-  a.type = OnnxAttrType::Int;
-  a.i = v;
-  return a;
-}
-
-OnnxAttribute ints_attribute(std::string name, std::vector<int64_t> v) {
-  OnnxAttribute a;
-  a.name = std::move(name);
-  a.type = OnnxAttrType::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-
-// Cast's `to` for fusor dtype t.
-OnnxAttribute cast_to(DType t) { return int_attribute("to", onnx_dtype_of(t)); }
-
-// n's attributes with `keepdims` set to `keep`.
-std::vector<OnnxAttribute> with_keepdims(const OnnxNode& n, int64_t keep) {
-  std::vector<OnnxAttribute> attrs;
-  for (const OnnxAttribute& a : n.attrs)
-    if (a.name != "keepdims") attrs.push_back(a);
-  attrs.push_back(int_attribute("keepdims", keep));
-  return attrs;
-}
-
-// Writes the nodes of one body.
-class Body {
- public:
-  Body(const OnnxNode& n, CompositionContext& cx) : n_(n), cx_(cx) {
-    if (n.inputs.empty() || n.inputs[0].empty()) cx.fail(ErrorCode::InvalidGraph, "required input 0 is missing");
-    if (n.outputs.empty() || n.outputs[0].empty()) cx.fail(ErrorCode::InvalidGraph, "must have an output");
-    for (size_t k = 1; k < n.outputs.size(); ++k)
-      if (cx.used(n.outputs[k]))
-        cx.fail(ErrorCode::Unsupported, "output " + std::to_string(k) + " '" + n.outputs[k] +
-                                            "' is used, but fusor computes only output 0");
-  }
-
-  const std::string& x() const { return n_.inputs[0]; }
-  const std::string& y() const { return n_.outputs[0]; }
-  std::string scalar(double v) { return cx_.scalar(v, x()); }
-
-  // A node of `type`; its output is `out` (n's output) or a fresh name.
-  std::string op(std::string_view type, std::vector<std::string> in, std::vector<OnnxAttribute> attrs = {},
-                 const std::string& out = "") {
-    OnnxNode m;
-    m.op_type = std::string(type);
-    m.name = (n_.name.empty() ? n_.outputs[0] : n_.name) + "/" + m.op_type;
-    m.inputs = std::move(in);
-    m.outputs = {out.empty() ? cx_.fresh(type) : out};
-    m.attrs = std::move(attrs);
-    nodes_.push_back(std::move(m));
-    return nodes_.back().outputs[0];
-  }
-
-  std::vector<OnnxNode> done() { return std::move(nodes_); }
-
- private:
-  const OnnxNode& n_;
-  CompositionContext& cx_;
-  std::vector<OnnxNode> nodes_;
-};
+using namespace composition;
 
 // ---- activations -----------------------------------------------------------------------
 
@@ -637,6 +549,32 @@ constexpr Composition kCompositions[] = {
     {"Conv", 1, conv_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
     {"MaxPool", 8, pool_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
     {"AveragePool", 7, pool_1d, spatial_1d, "1-D: the 2-D one over [N, C, 1, L]"},
+    // compositions_math.cpp (Note [Elementwise compositions])
+    {"Sign", 9, nullptr, composition::sign, "as Where(x > 0, 1, Where(x < 0, -1, x))"},
+    {"Xor", 7, nullptr, composition::logical_xor, "as Or(And(a, Not(b)), And(Not(a), b))"},
+    {"Mod", 10, nullptr, composition::mod, "as a - trunc(a / b) * b, the sign fixed"},
+    {"Tan", 7, nullptr, composition::tan, "as Sin / Cos"},
+    {"Sinh", 9, nullptr, composition::sinh, "as (e^x - e^-x) / 2, a series below 1"},
+    {"Cosh", 9, nullptr, composition::cosh, "as (e^x + e^-x) / 2"},
+    {"Asinh", 9, nullptr, composition::asinh, "as log(|x| + sqrt(x^2 + 1)) signed, a series below 0.125"},
+    {"Acosh", 9, nullptr, composition::acosh, "as log(x + sqrt((x - 1)(x + 1)))"},
+    {"Atanh", 9, nullptr, composition::atanh, "as log((1 + x) / (1 - x)) / 2, a series below 0.125"},
+    {"Atan", 7, nullptr, composition::atan, "as a reduced argument and a polynomial"},
+    {"Asin", 7, nullptr, composition::asin, "as atan(x / sqrt((1 - x)(1 + x)))"},
+    {"Acos", 7, nullptr, composition::acos, "as 2 atan(sqrt((1 - x) / (1 + x)))"},
+    // compositions_layout.cpp
+    {"CastLike", 15, nullptr, composition::cast_like, "as Cast to the dtype of target_type"},
+    {"Size", 1, nullptr, composition::size, "as ReduceProd(Shape(x))"},
+    {"ArgMin", 1, nullptr, composition::arg_min, "as ArgMax(-x) (ints: ArgMax(-1 - x))"},
+    {"DepthToSpace", 1, nullptr, composition::depth_to_space, "as Reshape, Transpose, Reshape"},
+    {"SpaceToDepth", 1, nullptr, composition::space_to_depth, "as Reshape, Transpose, Reshape"},
+    {"OneHot", 11, nullptr, composition::one_hot, "as Where(Equal(indices, Range(depth)), on, off)"},
+    {"EyeLike", 9, nullptr, composition::eye_like, "as Cast(Equal(row + k, column))"},
+    {"Hardmax", 13, nullptr, composition::hardmax, "as the first x equal to ReduceMax (a CumSum)"},
+    {"MeanVarianceNormalization", 9, nullptr, composition::mean_variance_normalization,
+     "as (x - mean) / (sqrt(var) + 1e-9) by ReduceMeans"},
+    {"LRN", 1, nullptr, composition::lrn, "as x / (bias + alpha * AveragePool(x^2 over channels))^beta"},
+    {"Upsample", 7, nullptr, composition::upsample, "as Resize (asymmetric; nearest rounds down)"},
 };
 
 }  // namespace

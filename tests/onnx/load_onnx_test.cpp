@@ -473,7 +473,10 @@ output y
     const char* composed[] = {"LogSoftmax", "Softplus", "Mish", "Softsign", "Elu", "Selu", "Celu", "ThresholdedRelu",
                               "PRelu", "Shrink", "Sum", "Mean", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                               "ReduceLogSum", "ReduceLogSumExp", "InstanceNormalization", "Resize", "ConvTranspose",
-                              "GlobalMaxPool"};
+                              "GlobalMaxPool", "Sign", "Xor", "Mod", "Tan", "Sinh", "Cosh", "Asinh", "Acosh",
+                              "Atanh", "Atan", "Asin", "Acos", "CastLike", "Size", "ArgMin", "DepthToSpace",
+                              "SpaceToDepth", "OneHot", "EyeLike", "Hardmax", "MeanVarianceNormalization", "LRN",
+                              "Upsample"};
     CHECK(ops.size() == size_t(kNumOpKinds) + 3 + std::size(composed));
     for (const char* c : composed) {
       auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOperator& o) { return o.op_type == c; });
