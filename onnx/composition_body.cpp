@@ -108,6 +108,14 @@ std::string Body::op(std::string_view type, std::vector<std::string> in, std::ve
   return nodes_.back().outputs[0];
 }
 
+void Body::finish(const std::string& value) {
+  if (!nodes_.empty() && nodes_.back().outputs[0] == value) {
+    nodes_.back().outputs[0] = y();
+    return;
+  }
+  op("Max", {value}, {}, y());
+}
+
 std::string Body::dims(const std::string& shape, int64_t from, int64_t to) {
   return op("Slice", {shape, cx_.ints({from}), cx_.ints({to})});
 }

@@ -53,6 +53,10 @@ class Body {
   /// The 1-D i64 values joined (Concat along 0).
   std::string concat(std::vector<std::string> parts, const std::string& out = "");
 
+  /// Writes `value` as n's output: the last node's output renamed when it made `value`,
+  /// else a copy (Max of one input).
+  void finish(const std::string& value);
+
   std::vector<OnnxNode> done() { return std::move(nodes_); }
 
  private:
@@ -74,6 +78,9 @@ std::vector<OnnxNode> atanh(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> atan(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> asin(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> acos(const OnnxNode& n, CompositionContext& cx);
+
+// ---- the body of compositions_einsum.cpp -------------------------------------------------
+std::vector<OnnxNode> einsum(const OnnxNode& n, CompositionContext& cx);
 
 // ---- bodies of compositions_layout.cpp ----------------------------------------------------
 std::vector<OnnxNode> cast_like(const OnnxNode& n, CompositionContext& cx);

@@ -562,6 +562,7 @@ constexpr Composition kCompositions[] = {
     {"Atan", 7, nullptr, composition::atan, "as a reduced argument and a polynomial"},
     {"Asin", 7, nullptr, composition::asin, "as atan(x / sqrt((1 - x)(1 + x)))"},
     {"Acos", 7, nullptr, composition::acos, "as 2 atan(sqrt((1 - x) / (1 + x)))"},
+    {"Einsum", 12, nullptr, composition::einsum, "as batched MatMuls of transposed, merged operands (Note [Einsum])"},
     // compositions_layout.cpp
     {"CastLike", 15, nullptr, composition::cast_like, "as Cast to the dtype of target_type"},
     {"Size", 1, nullptr, composition::size, "as ReduceProd(Shape(x))"},
