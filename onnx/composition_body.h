@@ -94,5 +94,6 @@ std::vector<OnnxNode> hardmax(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> mean_variance_normalization(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> lrn(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> upsample(const OnnxNode& n, CompositionContext& cx);
+std::vector<OnnxNode> scatter(const OnnxNode& n, CompositionContext& cx);
 
 }  // namespace fusor::onnx_import::composition

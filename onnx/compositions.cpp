@@ -576,6 +576,7 @@ constexpr Composition kCompositions[] = {
      "as (x - mean) / (sqrt(var) + 1e-9) by ReduceMeans"},
     {"LRN", 1, nullptr, composition::lrn, "as x / (bias + alpha * AveragePool(x^2 over channels))^beta"},
     {"Upsample", 7, nullptr, composition::upsample, "as Resize (asymmetric; nearest rounds down)"},
+    {"Scatter", 9, nullptr, composition::scatter, "as ScatterElements (its later name)"},
 };
 
 }  // namespace

@@ -173,6 +173,14 @@ std::vector<OnnxNode> lrn(const OnnxNode& n, CompositionContext& cx) {
   return b.done();
 }
 
+// Scatter (opsets 9 and 10) is ScatterElements.
+std::vector<OnnxNode> scatter(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  std::vector<std::string> in = n.inputs;
+  b.op("ScatterElements", in, n.attrs, b.y());
+  return b.done();
+}
+
 // Resize with asymmetric coordinates (nearest rounding down), the scales an attribute
 // (opset 7) or input 1 (opset 9).
 std::vector<OnnxNode> upsample(const OnnxNode& n, CompositionContext& cx) {

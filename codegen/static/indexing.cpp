@@ -1,9 +1,15 @@
-// Static kernels of the indexing operators: GatherElements, GatherND and Trilu. Indices are
-// data: every one is range-checked (negative ones count from the end) before anything is
-// read, and an index out of range is the node's InvalidArgument error.
+// Static kernels of the indexing operators: GatherElements, GatherND, ScatterElements,
+// ScatterND and Trilu. Indices are data: every one is range-checked (negative ones count from
+// the end) before anything is read or written, and an index out of range is the node's
+// InvalidArgument error. The scatters copy data, then apply the updates one after the other
+// in index order, so a place indexed twice ends as the last write (reduction none, where
+// ONNX leaves it undefined) or the combination of all, the same on every run; f16 and bf16
+// combine in f32 and round once per update, integers wrap.
 #include <algorithm>
 #include <cstring>
+#include <cmath>
 #include <limits>
+#include <string>
 
 #include "codegen/static/kernel_util.h"
 #include "ir/ops/params.h"
@@ -37,7 +43,135 @@ int64_t sat_add(int64_t a, int64_t b) {
   return r;
 }
 
+enum class Reduction { None, Add, Mul, Max, Min };
+
+Reduction reduction_of(const Node& n) {
+  const std::string& r = attr_string(n, "reduction");
+  return r == "add" ? Reduction::Add : r == "mul" ? Reduction::Mul : r == "max" ? Reduction::Max
+         : r == "min" ? Reduction::Min : Reduction::None;
+}
+
+template <class T>
+T combine(Reduction r, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    switch (r) {
+      case Reduction::Add: return T(U(a) + U(b));
+      case Reduction::Mul: return T(U(a) * U(b));
+      case Reduction::Max: return a > b ? a : b;
+      case Reduction::Min: return a < b ? a : b;
+      case Reduction::None: break;
+    }
+  } else {
+    switch (r) {
+      case Reduction::Add: return a + b;
+      case Reduction::Mul: return a * b;
+      case Reduction::Max: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : std::max(a, b);
+      case Reduction::Min: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : std::min(a, b);
+      case Reduction::None: break;
+    }
+  }
+  return b;
+}
+
+// Writes (or combines) `count` updates at src into dst, elements of dtype t.
+class Scatterer {
+ public:
+  Scatterer(const Node& n, DType t) : node_(n), t_(t), r_(reduction_of(n)), elem_(dtype_size(t)) {
+    if (r_ != Reduction::None && t == DType::Bool) unsupported_dtype(n, t);
+  }
+  void apply(char* dst, const char* src, int64_t count) const {
+    if (r_ == Reduction::None) {
+      std::memcpy(dst, src, size_t(count) * elem_);
+      return;
+    }
+    switch (t_) {
+      case DType::F32: return typed<float>(dst, src, count);
+      case DType::I32: return typed<int32_t>(dst, src, count);
+      case DType::I64: return typed<int64_t>(dst, src, count);
+      case DType::F16: return half(dst, src, count, f16_to_f32, f32_to_f16);
+      case DType::BF16: return half(dst, src, count, bf16_to_f32, f32_to_bf16);
+      default: unsupported_dtype(node_, t_);
+    }
+  }
+  size_t elem() const { return elem_; }
+
+ private:
+  template <class T>
+  void typed(char* dst, const char* src, int64_t count) const {
+    for (int64_t i = 0; i < count; ++i) {
+      T a, b;
+      std::memcpy(&a, dst + i * int64_t(sizeof(T)), sizeof(T));
+      std::memcpy(&b, src + i * int64_t(sizeof(T)), sizeof(T));
+      a = combine(r_, a, b);
+      std::memcpy(dst + i * int64_t(sizeof(T)), &a, sizeof(T));
+    }
+  }
+  void half(char* dst, const char* src, int64_t count, float (*load)(uint16_t), uint16_t (*store)(float)) const {
+    for (int64_t i = 0; i < count; ++i) {
+      uint16_t a, b;
+      std::memcpy(&a, dst + i * 2, 2);
+      std::memcpy(&b, src + i * 2, 2);
+      a = store(combine(r_, load(a), load(b)));
+      std::memcpy(dst + i * 2, &a, 2);
+    }
+  }
+  const Node& node_;
+  DType t_;
+  Reduction r_;
+  size_t elem_;
+};
+
 }  // namespace
+
+// y = data; y[i... with index[i...] at axis] (op)= updates[i...], in order.
+void run_ScatterElements(StaticKernelArgs& a) {
+  const Tensor& x = a.in(0);
+  const Tensor& ind = a.in(1);
+  const Tensor& upd = a.in(2);
+  Tensor& y = a.out();
+  const int axis = node_axis(a.node, attr_int(a.node, "axis"), x.rank(), "axis");
+  const int64_t dim = x.shape()[axis];
+  const std::vector<int64_t> idx = checked_indices(a.node, ind, [&](int64_t) { return dim; }, "index");
+  const Scatterer scatter(a.node, x.dtype());
+  std::memcpy(y.raw(), x.raw(), x.nbytes());
+  const std::vector<int64_t> ys = y.shape().strides();
+  const std::vector<int64_t>& is = ind.shape().dims();
+  const size_t elem = scatter.elem();
+  char* dst = static_cast<char*>(y.raw());
+  const char* src = static_cast<const char*>(upd.raw());
+  for (int64_t u = 0; u < ind.numel(); ++u) {
+    int64_t rest = u, off = 0;
+    for (int d = x.rank() - 1; d >= 0; --d) {
+      const int64_t c = rest % is[size_t(d)];
+      rest /= is[size_t(d)];
+      off += (d == axis ? idx[size_t(u)] : c) * ys[size_t(d)];
+    }
+    scatter.apply(dst + off * int64_t(elem), src + u * int64_t(elem), 1);
+  }
+}
+
+// y = data; y[index[t, :], ...] (op)= updates[t, ...] for each index tuple t, in order.
+void run_ScatterND(StaticKernelArgs& a) {
+  const Tensor& x = a.in(0);
+  const Tensor& ind = a.in(1);
+  const Tensor& upd = a.in(2);
+  Tensor& y = a.out();
+  const int64_t k = ind.shape()[-1];
+  const std::vector<int64_t> idx = checked_indices(a.node, ind, [&](int64_t i) { return x.shape()[int(i % k)]; }, "index");
+  const Scatterer scatter(a.node, x.dtype());
+  std::memcpy(y.raw(), x.raw(), x.nbytes());
+  const std::vector<int64_t> ys = y.shape().strides();
+  const int64_t block = k < x.rank() ? ys[size_t(k - 1)] : 1;
+  const int64_t elem = int64_t(scatter.elem());
+  char* dst = static_cast<char*>(y.raw());
+  const char* src = static_cast<const char*>(upd.raw());
+  for (int64_t t = 0; t < ind.numel() / k; ++t) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < k; ++j) off += idx[size_t(t * k + j)] * ys[size_t(j)];
+    scatter.apply(dst + off * elem, src + t * block * elem, block);
+  }
+}
 
 // y[i...] = x[i... with index[i...] at axis].
 void run_GatherElements(StaticKernelArgs& a) {

@@ -1,8 +1,8 @@
 // Schemas of the reductions: ReduceMean, ReduceSum, ReduceMax, ReduceMin and ReduceProd over any set of
 // axes. Axes come from the `axes` attribute (opset 13 ReduceMean/Max/Min) or a constant
 // second input (opset 13 ReduceSum, opset 18 all); either form is accepted for every one.
-// And the reductions along one axis: ArgMax (i64 indices) and CumSum (the axis a constant
-// scalar input).
+// And the reductions along one axis: ArgMax (i64 indices), CumSum (the axis a constant
+// scalar input) and TopK (k a constant input; the values and their i64 indices).
 #include "ir/op_schema.h"
 #include "ir/ops/params.h"
 
@@ -60,6 +60,25 @@ void infer_cumsum(InferContext& ctx) {
   ctx.set_output(0, t, ctx.input(0).shape);
 }
 
+void infer_topk(InferContext& ctx) {
+  const Shape& x = ctx.input(0).shape;
+  if (ctx.input(0).dtype == DType::Bool)
+    ctx.fail(ErrorCode::DTypeMismatch, ctx.describe_input(0), ": TopK does not take bool");
+  ctx.expect_dtype(1, DType::I64);
+  if (ctx.input(1).shape.numel() != 1 || ctx.input(1).shape.rank() > 1)
+    ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(1), " (k) must hold one value");
+  const int64_t k = ctx.require_constant(1, "k").data<int64_t>()[0];
+  if (x.rank() == 0) ctx.fail(ErrorCode::ShapeMismatch, "TopK of the scalar ", ctx.describe_input(0));
+  const int axis = node_axis(ctx.node(), attr_int(ctx.node(), "axis"), x.rank(), "axis");
+  if (k < 0 || k > x[axis])
+    ctx.fail(ErrorCode::ShapeMismatch, "k = ", k, " is outside [0, ", x[axis], "], the length of axis ", axis, " of ",
+             ctx.describe_input(0));
+  std::vector<int64_t> dims = x.dims();
+  dims[size_t(axis)] = k;
+  ctx.set_output(0, ctx.input(0).dtype, Shape(dims));
+  ctx.set_output(1, DType::I64, Shape(std::move(dims)));
+}
+
 const std::vector<AttrSpec> kReduceAttrs = {{"axes", AttrType::Ints, false, std::vector<int64_t>{}},
                                             {"keepdims", AttrType::Int, false, 1},
                                             {"noop_with_empty_axes", AttrType::Int, false, 0}};
@@ -82,6 +101,18 @@ const OpSchema kArgMaxSchema{"ArgMax",
                               {"select_last_index", AttrType::Int, false, 0}},
                              check_01,
                              infer_argmax};
+// TopK(x, k): the k largest (or smallest) along axis and their indices, sorted (also with
+// sorted=0, which leaves the order free); equal values in index order; NaN is larger than
+// every number (numpy's sort).
+const OpSchema kTopKSchema{"TopK",
+                           2,
+                           2,
+                           2,
+                           {{"axis", AttrType::Int, false, -1},
+                            {"largest", AttrType::Int, false, 1},
+                            {"sorted", AttrType::Int, false, 1}},
+                           check_01,
+                           infer_topk};
 const OpSchema kCumSumSchema{"CumSum",
                              2,
                              2,

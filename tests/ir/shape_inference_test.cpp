@@ -234,6 +234,12 @@ TEST_SUITE("ir/shape_inference") {
     CHECK(infer(OpKind::ArgMax, {f32({3, 4, 5})}, {{"axis", int64_t(-2)}, {"keepdims", int64_t(0)}}) == of(DType::I64, {3, 5}));
     CHECK(infer(OpKind::ReduceMin, {f32({3, 4}), c({0})}) == f32({1, 4}));
     CHECK(infer(OpKind::ReduceProd, {f32({0, 4}), c({0})}) == f32({1, 4}));  // a product over nothing is 1
+    CHECK(infer(OpKind::ScatterND, {f32({4, 5, 6}), of(DType::I64, {3, 2}), f32({3, 6})}) == f32({4, 5, 6}));
+    CHECK(infer(OpKind::ScatterElements, {f32({4, 5}), of(DType::I64, {9, 2}), f32({9, 2})}) == f32({4, 5}));
+    CHECK(error_of([&] { infer(OpKind::ScatterND, {f32({4, 5, 6}), of(DType::I64, {3, 2}), f32({3, 5})}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([&] { infer(OpKind::ScatterND, {f32({4, 5}), of(DType::I64, {3, 3}), f32({3})}); }) == ErrorCode::ShapeMismatch);
+    CHECK(error_of([&] { infer(OpKind::ScatterElements, {f32({4, 5}), of(DType::I64, {2, 2}), of(DType::I64, {2, 2})}); }) ==
+          ErrorCode::DTypeMismatch);
     CHECK(error_of([&] { infer(OpKind::ReduceMin, {f32({0, 4}), c({0})}); }) == ErrorCode::ShapeMismatch);
     CHECK(infer(OpKind::ConstantOfShape, {c({2, 0, 3})}, {{"dtype", "bool"}}) == of(DType::Bool, {2, 0, 3}));
     CHECK(error_of([&] { infer(OpKind::GatherElements, {f32({2, 3}), of(DType::I64, {3, 4})}); }) == ErrorCode::ShapeMismatch);

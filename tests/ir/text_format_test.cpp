@@ -95,7 +95,10 @@ const char* const kAllOpsDecls =
     "const ge_idx: i64[2, 6] = [0, 1, 2, 3, -1, 0, 1, 1, 1, 1, 1, 1]\n"
     "const gnd_idx: i64[2, 2] = [0, 1, 3, 5]\n"
     "const cs_axis: i64[] = [1]\n"
-    "const cos_shape: i64[2] = [3, 2]\n";
+    "const cos_shape: i64[2] = [3, 2]\n"
+    "const sc_upd: f32[2, 6] = fill(1.0)\n"
+    "const snd_upd: f32[2] = [1.0, 2.0]\n"
+    "const topk_k: i64[1] = [2]\n";
 
 // One line per op of ir/ops.def, each reading only the declarations above. Its output is
 // named after the op in lower case.
@@ -172,6 +175,9 @@ const std::map<std::string, std::string> kOpLines = {
     {"Tile", "tile = Tile(a, tile_rep)"},
     {"Pad", "pad = Pad(a, pads4, two) {mode=\"reflect\"}"},
     {"GatherElements", "gatherelements = GatherElements(a, ge_idx) {axis=0}"},
+    {"ScatterElements", "scatterelements = ScatterElements(a, ge_idx, sc_upd) {axis=0, reduction=\"add\"}"},
+    {"ScatterND", "scatternd = ScatterND(a, gnd_idx, snd_upd)"},
+    {"TopK", "topk, topk_i = TopK(a, topk_k) {axis=1, largest=0}"},
     {"GatherND", "gathernd = GatherND(a, gnd_idx)"},
     {"Trilu", "trilu = Trilu(a) {upper=0}"},
     {"ConstantOfShape", "constantofshape = ConstantOfShape(cos_shape) {dtype=\"i64\", value=1.0}"},

@@ -1,5 +1,6 @@
 #include "tests/support/reference_indexing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -207,6 +208,81 @@ Tensor argmax(const Tensor& x, int axis, bool keepdims, bool select_last) {
     y.data<int64_t>()[o] = best;
   }
   return y;
+}
+
+namespace {
+
+double combined(const std::string& r, double a, double b) {
+  if (r == "add") return a + b;
+  if (r == "mul") return a * b;
+  if (r == "max") return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+  if (r == "min") return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+  return b;
+}
+
+}  // namespace
+
+Tensor scatter_elements(const Tensor& x, const Tensor& index, const Tensor& updates, int axis, const std::string& reduction) {
+  Tensor y = x.clone();
+  const int64_t dim = x.shape().dims()[size_t(axis)];
+  for (int64_t u = 0; u < index.numel(); ++u) {
+    std::vector<int64_t> idx = unflat(index.shape().dims(), u);
+    const int64_t k = index_at(index, u);
+    idx[size_t(axis)] = k < 0 ? k + dim : k;
+    const int64_t at = flat(x.shape().dims(), idx);
+    y.set(at, combined(reduction, y.at(at), updates.at(u)));
+  }
+  return y;
+}
+
+Tensor scatter_nd(const Tensor& x, const Tensor& index, const Tensor& updates, const std::string& reduction) {
+  Tensor y = x.clone();
+  const std::vector<int64_t>& xd = x.shape().dims();
+  const int64_t k = index.shape().dims().back(), tuples = index.numel() / k;
+  std::vector<int64_t> tail(xd.begin() + k, xd.end());
+  const int64_t block = Shape(tail).numel();
+  for (int64_t t = 0; t < tuples; ++t)
+    for (int64_t e = 0; e < block; ++e) {
+      std::vector<int64_t> idx;
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t v = index_at(index, t * k + j);
+        idx.push_back(v < 0 ? v + xd[size_t(j)] : v);
+      }
+      const std::vector<int64_t> rest = unflat(tail, e);
+      idx.insert(idx.end(), rest.begin(), rest.end());
+      const int64_t at = flat(xd, idx);
+      y.set(at, combined(reduction, y.at(at), updates.at(t * block + e)));
+    }
+  return y;
+}
+
+std::vector<Tensor> topk(const Tensor& x, int axis, int64_t k, bool largest) {
+  std::vector<int64_t> d = x.shape().dims(), out = d;
+  out[size_t(axis)] = k;
+  Tensor values = Tensor::empty(x.dtype(), Shape(out)), indices = Tensor::empty(DType::I64, Shape(out));
+  std::vector<int64_t> rest = d;
+  rest[size_t(axis)] = 1;
+  for (int64_t o = 0; o < Shape(rest).numel(); ++o) {
+    std::vector<int64_t> idx = unflat(rest, o);
+    std::vector<std::pair<double, int64_t>> line;
+    for (int64_t j = 0; j < d[size_t(axis)]; ++j) {
+      idx[size_t(axis)] = j;
+      line.push_back({x.at(flat(d, idx)), j});
+    }
+    // NaN above every number; a stable sort keeps equal values in index order.
+    std::stable_sort(line.begin(), line.end(), [&](const auto& a, const auto& b) {
+      const bool na = std::isnan(a.first), nb = std::isnan(b.first);
+      if (na || nb) return na != nb && (largest ? na : nb);
+      return largest ? a.first > b.first : a.first < b.first;
+    });
+    for (int64_t r = 0; r < k; ++r) {
+      idx[size_t(axis)] = r;
+      const int64_t at = flat(out, idx);
+      values.set(at, line[size_t(r)].first);
+      indices.data<int64_t>()[at] = line[size_t(r)].second;
+    }
+  }
+  return {values, indices};
 }
 
 }  // namespace fusor::test::ref

@@ -126,6 +126,7 @@ std::vector<Tensor> run_static_op(OpKind op, const std::vector<OpInput>& inputs,
     }
   }
   std::vector<std::string> names;
+  if (outputs == 0) outputs = op_schema(op).num_outputs;
   for (int i = 0; i < outputs; ++i) names.push_back("out" + std::to_string(i));
   NodeId n = g.add_node(op, ids, names, attrs, "op");
   for (ValueId o : g.node(n).outputs) g.add_output(o);

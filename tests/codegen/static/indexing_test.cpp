@@ -1,4 +1,4 @@
-// Static GatherElements, GatherND and Trilu (codegen/static/indexing.cpp) and
+// Static GatherElements, GatherND, ScatterElements, ScatterND and Trilu (codegen/static/indexing.cpp) and
 // ConstantOfShape (codegen/static/shape_ops.cpp) against the reference
 // (tests/support/reference_indexing.h): every dtype, negative indices, serial and pooled,
 // exact; out-of-range indices and bad shapes are errors naming the node.
@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "tests/support/reference_indexing.h"
 #include "tests/support/test_util.h"
@@ -17,8 +18,8 @@ namespace {
 
 const DType kAll[] = {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::Bool};
 
-Tensor sample(const Shape& s, uint64_t seed, DType t) {
-  Tensor u = test::uniform(s, seed, -100, 100);
+Tensor sample(const Shape& s, uint64_t seed, DType t, double range = 100) {
+  Tensor u = test::uniform(s, seed, -range, range);
   Tensor x = Tensor::empty(t, s);
   for (int64_t i = 0; i < x.numel(); ++i) x.set(i, t == DType::Bool ? u.at(i) < 0 : std::floor(u.at(i)));
   return x;
@@ -61,6 +62,63 @@ TEST_SUITE("static/indexing") {
     CHECK(test::error_of([&] { test::run_static_op(OpKind::GatherElements, {test::randn({3, 2}, 1), bad}); }) == ErrorCode::ShapeMismatch);
     CHECK(test::error_of([&] { test::run_static_op(OpKind::GatherElements, {test::randn({3}, 1), test::randn({2}, 1)}); }) ==
           ErrorCode::DTypeMismatch);
+  }
+
+  TEST_CASE("ScatterElements along every axis with every reduction, duplicates applied in order") {
+    uint64_t seed = 300;
+    for (DType t : kAll)
+      for (const char* red : {"none", "add", "mul", "max", "min"}) {
+        if (t == DType::Bool && std::string(red) != "none") continue;
+        const double range = std::string(red) == "mul" ? 3 : 100;  // products exact in every dtype
+        const Tensor x = sample({4, 5, 6}, seed++, t, range);
+        for (int axis = 0; axis < 3; ++axis) {
+          Shape is{3, 5, 2};
+          is[axis] = 7;  // more updates than the axis has places: duplicates
+          const Tensor idx = indices(is, x.shape()[axis], seed++, DType::I64);
+          const Tensor upd = sample(is, seed++, t, range);
+          INFO(dtype_name(t) << " " << std::string(red) << " axis " << axis);
+          check(OpKind::ScatterElements, {x, idx, upd}, {{"axis", int64_t(axis)}, {"reduction", std::string(red)}},
+                test::ref::scatter_elements(x, idx, upd, axis, red));
+        }
+      }
+    std::string msg;
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::ScatterElements, {test::randn({3}, 1), test::ints({0, 3}), test::randn({2}, 2)}); },
+                         &msg) == ErrorCode::InvalidArgument);
+    CHECK(msg.find("index 3") != std::string::npos);
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::ScatterElements, {test::randn({3}, 1), test::ints({0, 1}), test::randn({3}, 2)}); }) ==
+          ErrorCode::ShapeMismatch);
+    CHECK(test::error_of([&] {
+            test::run_static_op(OpKind::ScatterElements, {test::randn({3}, 1), test::ints({0}), test::randn({1}, 2)},
+                                {{"reduction", std::string("sum")}});
+          }) == ErrorCode::InvalidGraph);
+  }
+
+  TEST_CASE("ScatterND of elements, rows and blocks with every reduction") {
+    uint64_t seed = 400;
+    for (DType t : kAll)
+      for (const char* red : {"none", "add", "mul", "max", "min"}) {
+        if (t == DType::Bool && std::string(red) != "none") continue;
+        const double range = std::string(red) == "mul" ? 3 : 100;
+        const Tensor x = sample({4, 3, 5}, seed++, t, range);
+        for (int64_t k = 1; k <= 3; ++k) {
+          Tensor idx = Tensor::empty(DType::I64, {6, k});
+          for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = int64_t(seed * 7 + uint64_t(i) * 5) % x.shape()[int(i % k)] - (i % 3 == 0 ? x.shape()[int(i % k)] : 0);
+          std::vector<int64_t> ud = {6};
+          for (int d = int(k); d < 3; ++d) ud.push_back(x.shape()[d]);
+          const Tensor upd = sample(Shape(ud), seed++, t, range);
+          INFO(dtype_name(t) << " " << std::string(red) << " k " << k);
+          check(OpKind::ScatterND, {x, idx, upd}, {{"reduction", std::string(red)}}, test::ref::scatter_nd(x, idx, upd, red));
+        }
+      }
+    std::string msg;
+    CHECK(test::error_of([&] { test::run_static_op(OpKind::ScatterND, {test::randn({3, 2}, 1), test::ints({1}), test::randn({3}, 2)}); },
+                         &msg) == ErrorCode::ShapeMismatch);
+    CHECK(test::error_of([&] {
+            Tensor at = Tensor::empty(DType::I64, {1, 1});
+            at.data<int64_t>()[0] = -4;
+            test::run_static_op(OpKind::ScatterND, {test::randn({3, 2}, 1), at, test::randn({1, 2}, 2)});
+          }, &msg) == ErrorCode::InvalidArgument);
+    CHECK(msg.find("index -4") != std::string::npos);
   }
 
   TEST_CASE("GatherND with and without batch dims") {

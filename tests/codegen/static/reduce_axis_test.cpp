@@ -1,4 +1,4 @@
-// Static ArgMax and CumSum (codegen/static/reduce_axis.cpp) against the reference
+// Static ArgMax, CumSum and TopK (codegen/static/reduce_axis.cpp) against the reference
 // (tests/support/reference_indexing.h): every axis, both flags, every dtype, serial and
 // pooled; exact (CumSum of floats: the f32 running sum vs the double one, a few ulp of the
 // magnitudes summed).
@@ -13,6 +13,41 @@
 using namespace fusor;
 
 TEST_SUITE("static/reduce_axis") {
+  TEST_CASE("TopK largest and smallest along every axis, every k, ties in index order, NaN largest") {
+    uint64_t seed = 900;
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64}) {
+      for (const Shape& s : {Shape{7}, Shape{3, 17}, Shape{2, 5, 9}, Shape{2, 1000}}) {
+        Tensor x = test::uniform(s, seed++, -3, 3, DType::F32);
+        for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::floor(x.at(i)));  // ties
+        if (is_floating(t) && x.numel() > 20) x.set(11, NAN), x.set(13, NAN), x.set(5, INFINITY);
+        Tensor xt = Tensor::empty(t, s);
+        for (int64_t i = 0; i < x.numel(); ++i) xt.set(i, x.at(i));
+        for (int axis = -s.rank(); axis < s.rank(); ++axis) {
+          const int a = axis < 0 ? axis + s.rank() : axis;
+          const int64_t dim = s[a];
+          for (int64_t k : {int64_t(0), int64_t(1), dim / 2, dim})
+            for (int largest = 0; largest < 2; ++largest) {
+              const std::vector<Tensor> want = test::ref::topk(xt, a, k, largest);
+              for (Parallel* par : test::parallels()) {
+                INFO(dtype_name(t) << " " << s.str() << " axis " << axis << " k " << k << " largest " << largest);
+                const std::vector<Tensor> got = test::run_static_op(
+                    OpKind::TopK, {xt, test::OpInput::constant_of(test::ints({k}))},
+                    {{"axis", int64_t(axis)}, {"largest", int64_t(largest)}}, *par);
+                FUSOR_CHECK_CLOSE(got[0], want[0], 0, 0);
+                FUSOR_CHECK_CLOSE(got[1], want[1], 0, 0);
+              }
+            }
+        }
+      }
+    }
+    std::string msg;
+    CHECK(test::error_of([] { test::run_static_op(OpKind::TopK, {test::randn({3}, 1), test::OpInput::constant_of(test::ints({4}))}); },
+                         &msg) == ErrorCode::ShapeMismatch);
+    CHECK(msg.find("k = 4 is outside [0, 3]") != std::string::npos);
+    CHECK(test::error_of([] { test::run_static_op(OpKind::TopK, {test::randn({3}, 1), test::ints({1})}); }, &msg) ==
+          ErrorCode::Unsupported);
+  }
+
   TEST_CASE("ArgMax along every axis with ties NaN and select_last_index") {
     uint64_t seed = 1;
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64}) {
