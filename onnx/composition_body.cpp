@@ -69,13 +69,17 @@ std::vector<OnnxAttribute> with_keepdims(const OnnxNode& n, int64_t keep) {
   return attrs;
 }
 
-Body::Body(const OnnxNode& n, CompositionContext& cx) : n_(n), cx_(cx) {
+Body::Body(const OnnxNode& n, CompositionContext& cx, size_t outputs) : n_(n), cx_(cx) {
   if (n.inputs.empty() || n.inputs[0].empty()) cx.fail(ErrorCode::InvalidGraph, "required input 0 is missing");
   if (n.outputs.empty() || n.outputs[0].empty()) cx.fail(ErrorCode::InvalidGraph, "must have an output");
-  for (size_t k = 1; k < n.outputs.size(); ++k)
+  for (size_t k = outputs; k < n.outputs.size(); ++k)
     if (cx.used(n.outputs[k]))
-      cx.fail(ErrorCode::Unsupported, "output " + std::to_string(k) + " '" + n.outputs[k] +
-                                          "' is used, but fusor computes only output 0");
+      cx.fail(ErrorCode::Unsupported, "output " + std::to_string(k) + " '" + n.outputs[k] + "' is used, but fusor computes only " +
+                                          (outputs == 1 ? std::string("output 0") : "the first " + std::to_string(outputs)));
+}
+
+std::string Body::used_output(size_t k) const {
+  return k < n_.outputs.size() && !n_.outputs[k].empty() && cx_.used(n_.outputs[k]) ? n_.outputs[k] : "";
 }
 
 const std::string& Body::input(size_t k, std::string_view what) const {

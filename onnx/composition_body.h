@@ -28,14 +28,16 @@ OnnxAttribute cast_to(DType t);
 /// n's attributes with `keepdims` set to `keep`.
 std::vector<OnnxAttribute> with_keepdims(const OnnxNode& n, int64_t keep);
 
-/// Writes the nodes of one body: checks that n has input 0 and output 0 and that no other
-/// output is used (fusor computes output 0).
+/// Writes the nodes of one body: checks that n has input 0 and output 0 and that no output
+/// past the first `outputs` is used (the body computes those).
 class Body {
  public:
-  Body(const OnnxNode& n, CompositionContext& cx);
+  Body(const OnnxNode& n, CompositionContext& cx, size_t outputs = 1);
 
   const std::string& x() const { return n_.inputs[0]; }
   const std::string& y() const { return n_.outputs[0]; }
+  /// Output k's name when a node reads it, else "" (k < the outputs the body computes).
+  std::string used_output(size_t k) const;
   /// Input k, which must be given (`what` names it in the error).
   const std::string& input(size_t k, std::string_view what) const;
   /// A scalar of x's floating dtype (f32 when x's is unknown).
@@ -95,5 +97,12 @@ std::vector<OnnxNode> mean_variance_normalization(const OnnxNode& n, Composition
 std::vector<OnnxNode> lrn(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> upsample(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> scatter(const OnnxNode& n, CompositionContext& cx);
+std::vector<OnnxNode> reverse_sequence(const OnnxNode& n, CompositionContext& cx);
+
+// ---- bodies of compositions_norm.cpp ------------------------------------------------------
+std::vector<OnnxNode> group_normalization(const OnnxNode& n, CompositionContext& cx);
+std::vector<OnnxNode> lp_normalization(const OnnxNode& n, CompositionContext& cx);
+std::vector<OnnxNode> negative_log_likelihood_loss(const OnnxNode& n, CompositionContext& cx);
+std::vector<OnnxNode> softmax_cross_entropy_loss(const OnnxNode& n, CompositionContext& cx);
 
 }  // namespace fusor::onnx_import::composition

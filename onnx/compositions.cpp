@@ -577,6 +577,15 @@ constexpr Composition kCompositions[] = {
     {"LRN", 1, nullptr, composition::lrn, "as x / (bias + alpha * AveragePool(x^2 over channels))^beta"},
     {"Upsample", 7, nullptr, composition::upsample, "as Resize (asymmetric; nearest rounds down)"},
     {"Scatter", 9, nullptr, composition::scatter, "as ScatterElements (its later name)"},
+    {"ReverseSequence", 10, nullptr, composition::reverse_sequence, "as GatherElements along time, the indices computed"},
+    // compositions_norm.cpp
+    {"GroupNormalization", 18, nullptr, composition::group_normalization,
+     "as ReduceMeans over [N, G, C/G, H*W...], scale and bias per group (18) or channel (21)"},
+    {"LpNormalization", 1, nullptr, composition::lp_normalization, "as x / ReduceSum(|x|) or x / sqrt(ReduceSum(x * x))"},
+    {"NegativeLogLikelihoodLoss", 13, nullptr, composition::negative_log_likelihood_loss,
+     "as -GatherElements(input, target) weighted, ignore_index masked, reduced"},
+    {"SoftmaxCrossEntropyLoss", 13, nullptr, composition::softmax_cross_entropy_loss,
+     "as NegativeLogLikelihoodLoss(LogSoftmax(scores))"},
 };
 
 }  // namespace

@@ -181,6 +181,31 @@ std::vector<OnnxNode> scatter(const OnnxNode& n, CompositionContext& cx) {
   return b.done();
 }
 
+// Each batch entry's first len[b] steps along the time axis reversed, the rest kept: a
+// GatherElements along time with index len - 1 - t where t < len, else t.
+std::vector<OnnxNode> reverse_sequence(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const std::string& lens = b.input(1, "sequence_lens");
+  const int rank = cx.known_rank(b.x());
+  if (rank < 0) cx.fail(ErrorCode::Unsupported, "an input of unknown rank (fusor needs its rank)");
+  if (rank < 2) cx.fail(ErrorCode::InvalidGraph, "takes an input of rank >= 2, got " + std::to_string(rank));
+  const int64_t time = int_attr(n, "time_axis", 0), batch = int_attr(n, "batch_axis", 1);
+  if (!((time == 0 && batch == 1) || (time == 1 && batch == 0)))
+    cx.fail(ErrorCode::InvalidGraph, "time_axis and batch_axis must be 0 and 1, in either order");
+  auto along = [&](const std::string& v, int64_t axis) {
+    std::vector<int64_t> dims(size_t(rank), 1);
+    dims[size_t(axis)] = -1;
+    return b.op("Reshape", {v, cx.ints(dims)});
+  };
+  const std::string s = b.op("Shape", {b.x()});
+  const std::string t = along(b.op("Range", {cx.int_scalar(0), b.op("Gather", {s, cx.int_scalar(time)}), cx.int_scalar(1)}), time);
+  const std::string len = along(b.op("Cast", {lens}, {cast_to(DType::I64)}), batch);
+  const std::string reversed = b.op("Sub", {b.op("Sub", {len, cx.int_scalar(1)}), t});
+  const std::string index = b.op("Where", {b.op("Less", {t, len}), reversed, t});
+  b.op("GatherElements", {b.x(), b.op("Expand", {index, s})}, {int_attribute("axis", time)}, b.y());
+  return b.done();
+}
+
 // Resize with asymmetric coordinates (nearest rounding down), the scales an attribute
 // (opset 7) or input 1 (opset 9).
 std::vector<OnnxNode> upsample(const OnnxNode& n, CompositionContext& cx) {
