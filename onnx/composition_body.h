@@ -71,6 +71,7 @@ class Body {
 std::vector<OnnxNode> sign(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> logical_xor(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> mod(const OnnxNode& n, CompositionContext& cx);
+std::vector<OnnxNode> swish(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> tan(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> sinh(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> cosh(const OnnxNode& n, CompositionContext& cx);
@@ -101,6 +102,7 @@ std::vector<OnnxNode> reverse_sequence(const OnnxNode& n, CompositionContext& cx
 
 // ---- bodies of compositions_norm.cpp ------------------------------------------------------
 std::vector<OnnxNode> group_normalization(const OnnxNode& n, CompositionContext& cx);
+std::vector<OnnxNode> rms_normalization(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> lp_normalization(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> negative_log_likelihood_loss(const OnnxNode& n, CompositionContext& cx);
 std::vector<OnnxNode> softmax_cross_entropy_loss(const OnnxNode& n, CompositionContext& cx);

@@ -553,6 +553,7 @@ constexpr Composition kCompositions[] = {
     {"Sign", 9, nullptr, composition::sign, "as Where(x > 0, 1, Where(x < 0, -1, x))"},
     {"Xor", 7, nullptr, composition::logical_xor, "as Or(And(a, Not(b)), And(Not(a), b))"},
     {"Mod", 10, nullptr, composition::mod, "as a - trunc(a / b) * b, the sign fixed"},
+    {"Swish", 24, nullptr, composition::swish, "as x * Sigmoid(alpha * x)"},
     {"Tan", 7, nullptr, composition::tan, "as Sin / Cos"},
     {"Sinh", 9, nullptr, composition::sinh, "as (e^x - e^-x) / 2, a series below 1"},
     {"Cosh", 9, nullptr, composition::cosh, "as (e^x + e^-x) / 2"},
@@ -581,6 +582,8 @@ constexpr Composition kCompositions[] = {
     // compositions_norm.cpp
     {"GroupNormalization", 18, nullptr, composition::group_normalization,
      "as ReduceMeans over [N, G, C/G, H*W...], scale and bias per group (18) or channel (21)"},
+    {"RMSNormalization", 23, nullptr, composition::rms_normalization,
+     "as x / sqrt(ReduceMean(x * x) + epsilon) * scale"},
     {"LpNormalization", 1, nullptr, composition::lp_normalization, "as x / ReduceSum(|x|) or x / sqrt(ReduceSum(x * x))"},
     {"NegativeLogLikelihoodLoss", 13, nullptr, composition::negative_log_likelihood_loss,
      "as -GatherElements(input, target) weighted, ignore_index masked, reduced"},

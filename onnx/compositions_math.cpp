@@ -1,5 +1,5 @@
 // Elementwise ONNX operators fusor writes as its own (Note [Compositions]): Sign, Xor, Mod,
-// Tan, the hyperbolic functions and their inverses, and Atan, Asin, Acos. Each body is a
+// Swish, Tan, the hyperbolic functions and their inverses, and Atan, Asin, Acos. Each body is a
 // chain of pointwise ops, which fusion makes one kernel.
 #include <cmath>
 
@@ -109,6 +109,15 @@ std::vector<OnnxNode> mod(const OnnxNode& n, CompositionContext& cx) {
     const std::string off = b.op("And", {b.op("Not", {b.op("Equal", {r, zero})}), xor_of(b, negative(r), negative(d))});
     b.op("Where", {off, b.op("Add", {r, d}), r}, {}, b.y());
   }
+  return b.done();
+}
+
+// x * sigmoid(alpha x) (opset 24).
+std::vector<OnnxNode> swish(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const double alpha = float_attr(n, "alpha", 1.0);
+  const std::string scaled = alpha == 1.0 ? b.x() : b.op("Mul", {b.x(), b.scalar(alpha)});
+  b.op("Mul", {b.x(), b.op("Sigmoid", {scaled})}, {}, b.y());
   return b.done();
 }
 

@@ -1,5 +1,5 @@
 // Normalizations and losses fusor writes as its own operators (Note [Compositions]):
-// GroupNormalization, LpNormalization, NegativeLogLikelihoodLoss and
+// GroupNormalization, RMSNormalization, LpNormalization, NegativeLogLikelihoodLoss and
 // SoftmaxCrossEntropyLoss.
 #include "ir/error.h"
 #include "onnx/composition_body.h"
@@ -72,6 +72,26 @@ std::vector<OnnxNode> group_normalization(const OnnxNode& n, CompositionContext&
   const std::string per = cx.ints({1, groups, -1, 1});
   const std::string y4 = b.op("Add", {b.op("Mul", {normed, b.op("Reshape", {scale, per})}), b.op("Reshape", {bias, per})});
   b.op("Reshape", {y4, s}, {}, b.y());
+  return b.done();
+}
+
+// x / sqrt(mean(x^2 over axis and the dims after it) + epsilon) * scale (opset 23; computed
+// in f32, as stash_type's default).
+std::vector<OnnxNode> rms_normalization(const OnnxNode& n, CompositionContext& cx) {
+  Body b(n, cx);
+  const std::string& scale = b.input(1, "scale");
+  int64_t axis = int_attr(n, "axis", -1);
+  if (axis >= 0) {
+    const int rank = cx.known_rank(b.x());
+    if (rank < 0) cx.fail(ErrorCode::Unsupported, "a non-negative axis for an input of unknown rank (fusor needs its rank)");
+    if (axis >= rank) cx.fail(ErrorCode::InvalidGraph, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    axis -= rank;
+  }
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
+  const std::string ms = b.op("ReduceMean", {b.op("Mul", {b.x(), b.x()})}, {ints_attribute("axes", axes), int_attribute("keepdims", 1)});
+  const std::string rms = b.op("Sqrt", {b.op("Add", {ms, b.scalar(float_attr(n, "epsilon", 1e-5))})});
+  b.op("Mul", {b.op("Div", {b.x(), rms}), scale}, {}, b.y());
   return b.done();
 }
 

@@ -83,6 +83,17 @@ TEST_SUITE("onnx/compositions/math") {
     check_function("Tan", [](double x) { return std::tan(x); }, {-1.5, -1, -0.3, 0, 1e-5, 0.3, 1, 1.5}, 2e-6);
   }
 
+  TEST_CASE("Swish with the default alpha and with alpha 1.702") {
+    check_function("Swish", [](double x) { return x / (1 + std::exp(-x)); }, {-20, -3, -0.5, 0, 0.5, 3, 20}, 2e-6, 24);
+    OnnxBuilder b(24);
+    b.input("x", kFloat, {3});
+    attr(b.node("Swish", {"x"}, {"y"}), "alpha", 1.702f);
+    b.output("y");
+    std::vector<double> want;
+    for (double x : {-2.0, 0.25, 4.0}) want.push_back(x / (1 + std::exp(-double(1.702f) * x)));
+    check_on_backends(load(b), {{"x", make(DType::F32, {3}, {-2, 0.25, 4})}}, make(DType::F32, {3}, want), 2e-6, 1e-7);
+  }
+
   TEST_CASE("NaN propagates through every elementwise composition") {
     for (const char* op : {"Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Tan", "Sign"})
       check_function(op, [](double) { return kNaN; }, {kNaN}, 0);

@@ -1,7 +1,7 @@
 // Tests of the normalizations and losses written as fusor's operators
 // (onnx/compositions_norm.cpp) against values computed here in double, on every CPU backend
 // this machine has: GroupNormalization with opset 18's per-group and opset 21's per-channel
-// scale and bias, LpNormalization with p 1 and 2 and a zero vector. (The losses and
+// scale and bias, RMSNormalization over the last one and two dims, LpNormalization with p 1 and 2 and a zero vector. (The losses and
 // ReverseSequence are checked by ONNX's node tests, tests/onnx/conformance.cpp.)
 #include <doctest/doctest.h>
 
@@ -50,6 +50,34 @@ TEST_SUITE("onnx/compositions/norm") {
           }
         }
       check_on_backends(load(b), {{"x", make(DType::F32, {n, c, h, w}, x)}}, make(DType::F32, {n, c, h, w}, want), 1e-5, 1e-5);
+    }
+  }
+
+  TEST_CASE("RMSNormalization over the last dim and over the last two (axis -2 and 1)") {
+    const int64_t r = 2, c = 3, k = 4;
+    std::vector<double> x;
+    for (int64_t i = 0; i < r * c * k; ++i) x.push_back(double(float(std::cos(double(i) * 0.9) * 3)));
+    std::vector<float> scale3 = {0.5f, 1.f, 2.f, -1.f, 0.25f, 1.5f, 1.f, 1.f, 3.f, 2.f, 0.5f, 1.f};
+    for (int64_t axis : {-1, -2, 1}) {
+      CAPTURE(axis);
+      const bool two = axis != -1;
+      OnnxBuilder b(23);
+      b.input("x", kFloat, {r, c, k});
+      std::vector<float> scale(scale3.begin(), scale3.begin() + (two ? c * k : k));
+      b.initializer("scale", two ? std::vector<int64_t>{c, k} : std::vector<int64_t>{k}, scale);
+      onnx::NodeProto& node = b.node("RMSNormalization", {"x", "scale"}, {"y"});
+      attr(node, "axis", axis);
+      attr(node, "epsilon", 1e-2f);
+      b.output("y");
+      const int64_t span = two ? c * k : k;
+      std::vector<double> want(x.size(), 0.0);
+      for (int64_t row = 0; row < r * c * k / span; ++row) {
+        double ms = 0;
+        for (int64_t e = 0; e < span; ++e) ms += x[size_t(row * span + e)] * x[size_t(row * span + e)];
+        const double rms = std::sqrt(ms / double(span) + double(1e-2f));
+        for (int64_t e = 0; e < span; ++e) want[size_t(row * span + e)] = x[size_t(row * span + e)] / rms * double(scale[size_t(e)]);
+      }
+      check_on_backends(load(b), {{"x", make(DType::F32, {r, c, k}, x)}}, make(DType::F32, {r, c, k}, want), 1e-5, 1e-6);
     }
   }
 

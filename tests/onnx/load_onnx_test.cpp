@@ -477,7 +477,8 @@ output y
                               "Atanh", "Atan", "Asin", "Acos", "CastLike", "Size", "ArgMin", "DepthToSpace",
                               "SpaceToDepth", "OneHot", "EyeLike", "Hardmax", "MeanVarianceNormalization", "LRN",
                               "Upsample", "Einsum", "Scatter", "ReverseSequence", "GroupNormalization",
-                              "LpNormalization", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"};
+                              "LpNormalization", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "Swish",
+                              "RMSNormalization"};
     CHECK(ops.size() == size_t(kNumOpKinds) + 3 + std::size(composed));
     for (const char* c : composed) {
       auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOperator& o) { return o.op_type == c; });
