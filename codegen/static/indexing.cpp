@@ -43,6 +43,19 @@ int64_t sat_add(int64_t a, int64_t b) {
   return r;
 }
 
+// The element offset (by `strides`) of element u of an index tensor of dims `is`, its
+// coordinate along `axis` replaced by index `at` (GatherElements' source, ScatterElements'
+// target).
+int64_t element_offset(int64_t u, const std::vector<int64_t>& is, const std::vector<int64_t>& strides, int axis, int64_t at) {
+  int64_t rest = u, off = 0;
+  for (int d = int(is.size()) - 1; d >= 0; --d) {
+    const int64_t c = rest % is[size_t(d)];
+    rest /= is[size_t(d)];
+    off += (d == axis ? at : c) * strides[size_t(d)];
+  }
+  return off;
+}
+
 enum class Reduction { None, Add, Mul, Max, Min };
 
 Reduction reduction_of(const Node& n) {
@@ -140,15 +153,8 @@ void run_ScatterElements(StaticKernelArgs& a) {
   const size_t elem = scatter.elem();
   char* dst = static_cast<char*>(y.raw());
   const char* src = static_cast<const char*>(upd.raw());
-  for (int64_t u = 0; u < ind.numel(); ++u) {
-    int64_t rest = u, off = 0;
-    for (int d = x.rank() - 1; d >= 0; --d) {
-      const int64_t c = rest % is[size_t(d)];
-      rest /= is[size_t(d)];
-      off += (d == axis ? idx[size_t(u)] : c) * ys[size_t(d)];
-    }
-    scatter.apply(dst + off * int64_t(elem), src + u * int64_t(elem), 1);
-  }
+  for (int64_t u = 0; u < ind.numel(); ++u)
+    scatter.apply(dst + element_offset(u, is, ys, axis, idx[size_t(u)]) * int64_t(elem), src + u * int64_t(elem), 1);
 }
 
 // y = data; y[index[t, :], ...] (op)= updates[t, ...] for each index tuple t, in order.
@@ -188,15 +194,8 @@ void run_GatherElements(StaticKernelArgs& a) {
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(y.raw());
   a.parallel.parallel_for(y.numel(), kElementGrain, [&](int64_t b, int64_t e) {
-    for (int64_t u = b; u < e; ++u) {
-      int64_t rest = u, off = 0;
-      for (int d = x.rank() - 1; d >= 0; --d) {
-        const int64_t c = rest % is[size_t(d)];
-        rest /= is[size_t(d)];
-        off += (d == axis ? idx[size_t(u)] : c) * xs[size_t(d)];
-      }
-      std::memcpy(dst + u * int64_t(elem), src + off * int64_t(elem), elem);
-    }
+    for (int64_t u = b; u < e; ++u)
+      std::memcpy(dst + u * int64_t(elem), src + element_offset(u, is, xs, axis, idx[size_t(u)]) * int64_t(elem), elem);
   });
 }
 

@@ -16,7 +16,9 @@ void expect_indices(InferContext& ctx, int i) {
     ctx.fail(ErrorCode::DTypeMismatch, ctx.describe_input(i), " must be i64 or i32 indices");
 }
 
-void infer_gather_elements(InferContext& ctx) {
+// GatherElements' and ScatterElements' indices (input 1): of data's rank, no larger than
+// data off the axis.
+void check_element_indices(InferContext& ctx) {
   expect_indices(ctx, 1);
   const Shape& x = ctx.input(0).shape;
   const Shape& idx = ctx.input(1).shape;
@@ -28,7 +30,11 @@ void infer_gather_elements(InferContext& ctx) {
     if (d != axis && idx[d] > x[d])
       ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(1), " is larger than ", ctx.describe_input(0),
                " in dimension ", d);
-  ctx.set_output(0, ctx.input(0).dtype, idx);
+}
+
+void infer_gather_elements(InferContext& ctx) {
+  check_element_indices(ctx);
+  ctx.set_output(0, ctx.input(0).dtype, ctx.input(1).shape);
 }
 
 void infer_gather_nd(InferContext& ctx) {
@@ -43,21 +49,11 @@ void check_reduction(const Node& n) {
 }
 
 void infer_scatter_elements(InferContext& ctx) {
-  expect_indices(ctx, 1);
+  check_element_indices(ctx);
   ctx.expect_same_dtype(0, 2);
-  const Shape& x = ctx.input(0).shape;
-  const Shape& idx = ctx.input(1).shape;
-  if (x.rank() == 0 || idx.rank() != x.rank())
-    ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(1), " must have the rank of ", ctx.describe_input(0),
-             " (at least 1)");
-  if (ctx.input(2).shape != idx)
+  if (ctx.input(2).shape != ctx.input(1).shape)
     ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(2), " must have the shape of ", ctx.describe_input(1));
-  const int axis = node_axis(ctx.node(), attr_int(ctx.node(), "axis"), x.rank(), "axis");
-  for (int d = 0; d < x.rank(); ++d)
-    if (d != axis && idx[d] > x[d])
-      ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(1), " is larger than ", ctx.describe_input(0),
-               " in dimension ", d);
-  ctx.set_output(0, ctx.input(0).dtype, x);
+  ctx.set_output(0, ctx.input(0).dtype, ctx.input(0).shape);
 }
 
 void infer_scatter_nd(InferContext& ctx) {
