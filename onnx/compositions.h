@@ -1,8 +1,9 @@
 // The ONNX operators (and operator forms) that the loader writes as a few of fusor's own:
 // LogSoftmax, the ELU family, Softplus, PRelu, the L1/L2/log-sum reductions, Sum and Mean,
 // InstanceNormalization, GlobalMaxPool, Resize, ConvTranspose, and 1-D Conv and pooling
-// (Note [Compositions] in compositions.cpp); elementwise functions (compositions_math.cpp)
-// and index and layout operators (compositions_layout.cpp).
+// (Note [Compositions] in compositions.cpp); elementwise functions (compositions_math.cpp),
+// index and layout operators (compositions_layout.cpp), Einsum (compositions_einsum.cpp),
+// normalizations and losses (compositions_norm.cpp).
 // Each is a function of ONNX nodes, as ONNX's own function bodies are; the loader converts
 // those nodes as it converts a model's. One table registers them. Layer: onnx (internal).
 #pragma once

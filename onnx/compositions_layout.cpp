@@ -1,6 +1,7 @@
 // ONNX operators of indices, layout and normalization that fusor writes as its own (Note
 // [Compositions]): CastLike, Size, ArgMin, DepthToSpace, SpaceToDepth, OneHot, EyeLike,
-// Hardmax, MeanVarianceNormalization, LRN and Upsample. What depends on the input's shape
+// Hardmax, MeanVarianceNormalization, LRN, Upsample, Scatter and ReverseSequence. What
+// depends on the input's shape
 // (a reshape's dims, a Range of classes or rows) is computed from Shape in the graph and
 // folds to constants when a plan is traced.
 #include "ir/error.h"
