@@ -15,7 +15,7 @@ enum class OpKind : uint16_t {
 };
 
 /// How the fusion passes and the lowering treat an operator (ir/ops.def says why).
-enum class OpFamily : uint8_t { Contraction, Pointwise, Normalization, Reduction, Pool, View, Movement, Shape };
+enum class OpFamily : uint8_t { Contraction, Pointwise, Normalization, Reduction, Pool, View, Movement, Shape, Recurrent };
 
 /// The family of `op`, from its line of ir/ops.def.
 constexpr OpFamily op_family(OpKind op) {

@@ -31,6 +31,15 @@ Attribute convert_attribute(const OnnxNode& n, const OnnxAttribute& a, const Att
       break;
     case AttrType::String:
       if (a.type == OnnxAttrType::String) return a.s;
+      if (a.type == OnnxAttrType::Strings) {  // one string, the entries joined by commas
+        std::string joined;
+        for (const std::string& e : a.strings) {
+          if (e.find(',') != std::string::npos)
+            fail(ErrorCode::InvalidGraph, at, ": attribute '", a.name, "' has the entry \"", e, "\" with a comma");
+          joined += (joined.empty() ? "" : ",") + e;
+        }
+        return joined;
+      }
       if (a.type == OnnxAttrType::Int && is_dtype_attribute(n.op_type, a.name)) {
         DType t;
         if (a.i > INT32_MAX || a.i < INT32_MIN || !fusor_dtype_of(int32_t(a.i), &t))

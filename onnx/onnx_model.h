@@ -53,6 +53,7 @@ struct OnnxAttribute {
   std::string s;
   std::vector<int64_t> ints;
   std::vector<double> floats;
+  std::vector<std::string> strings;  ///< type Strings (the recurrent operators' activations)
   TensorRef tensor;              ///< type Tensor
   std::string ref_attr_name;     ///< set inside function bodies: not supported
 };

@@ -275,6 +275,7 @@ ModelReader::ModelReader(std::string_view bytes, const std::string& source, Exte
       attr.s = a.s();
       attr.ints.assign(a.ints().begin(), a.ints().end());
       attr.floats.assign(a.floats().begin(), a.floats().end());
+      attr.strings.assign(a.strings().begin(), a.strings().end());
       if (a.has_t()) attr.tensor = m.add_tensor(a.t());
       node.attrs.push_back(std::move(attr));
     }

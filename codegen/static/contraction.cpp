@@ -13,12 +13,7 @@
 
 namespace fusor {
 
-namespace {
-
-using static_kernels::run_floating;
-using static_kernels::valid_range;
-
-using static_kernels::kElementGrain;
+namespace static_kernels {
 
 // Note [BLAS threads]
 // OpenBLAS keeps one process-wide thread count. Every BLAS caller sets the count it wants
@@ -32,10 +27,6 @@ using static_kernels::kElementGrain;
 void use_blas_threads(int n) {
   if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }
-
-// The m*n*k of a product (4M multiply-adds: tens of microseconds on one core) below which
-// the fork and join of a BLAS-threaded call is a large share of the call.
-constexpr int64_t kSmallProduct = int64_t(1) << 22;
 
 // BLAS takes int dimensions; larger ones are refused rather than truncated.
 void check_blas_dims(const Node& node, std::initializer_list<int64_t> dims) {
@@ -76,6 +67,24 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
               alpha, a, ia, b, ib, beta, c, ic);
 }
+
+}  // namespace static_kernels
+
+namespace {
+
+using static_kernels::run_floating;
+using static_kernels::valid_range;
+
+using static_kernels::kElementGrain;
+
+// The m*n*k of a product (4M multiply-adds: tens of microseconds on one core) below which
+// the fork and join of a BLAS-threaded call is a large share of the call.
+constexpr int64_t kSmallProduct = int64_t(1) << 22;
+
+using static_kernels::check_blas_dims;
+using static_kernels::gemm;
+using static_kernels::use_blas_threads;
+
 
 
 // ---- MatMul / Gemm --------------------------------------------------------------------

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "codegen/static/static_backend.h"
@@ -27,6 +28,16 @@ void dispatch_numeric(const Node& n, DType t, F&& f) {
     default: unsupported_dtype(n, t);
   }
 }
+
+/// Sets OpenBLAS's thread count for the calls that follow (Note [BLAS threads] in
+/// contraction.cpp).
+void use_blas_threads(int n);
+/// C[m, n] = alpha * op(A) * op(B) + beta * C, row-major with the given leading dimensions
+/// (OpenBLAS; sgemv for a single row or column). beta == 0 ignores what C held.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+/// Throws Unsupported naming the node when a dimension exceeds what BLAS takes (int).
+void check_blas_dims(const Node& node, std::initializer_list<int64_t> dims);
 
 /// Converts n contiguous f16 (t == F16) or bf16 (t == BF16) elements to f32 (exact).
 void half_to_f32(DType t, const uint16_t* src, float* dst, int64_t n);

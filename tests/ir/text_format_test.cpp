@@ -68,6 +68,7 @@ const char* const kAllOpsDecls =
     "input m: bool[6, 5]\n"
     "input h: f16[N, 7]\n"
     "input col: f32[4, 1]\n"
+    "input seq: f32[5, 2, 3]\n"
     "const w: f32[4, 3, 3, 3] = randn(seed=1, std=0.1)\n"
     "const cb: f32[4] = fill(0.5)\n"
     "const bt: f32[5, 6] = uniform(seed=2, low=-1.0, high=1.0)\n"
@@ -98,7 +99,13 @@ const char* const kAllOpsDecls =
     "const cos_shape: i64[2] = [3, 2]\n"
     "const sc_upd: f32[2, 6] = fill(1.0)\n"
     "const snd_upd: f32[2] = [1.0, 2.0]\n"
-    "const topk_k: i64[1] = [2]\n";
+    "const topk_k: i64[1] = [2]\n"
+    "const lstm_w: f32[1, 16, 3] = randn(seed=20, std=0.3)\n"
+    "const lstm_r: f32[1, 16, 4] = randn(seed=21, std=0.3)\n"
+    "const gru_w: f32[1, 12, 3] = randn(seed=22, std=0.3)\n"
+    "const gru_r: f32[1, 12, 4] = randn(seed=23, std=0.3)\n"
+    "const rnn_w: f32[1, 4, 3] = randn(seed=24, std=0.3)\n"
+    "const rnn_r: f32[1, 4, 4] = randn(seed=25, std=0.3)\n";
 
 // One line per op of ir/ops.def, each reading only the declarations above. Its output is
 // named after the op in lower case.
@@ -178,6 +185,9 @@ const std::map<std::string, std::string> kOpLines = {
     {"ScatterElements", "scatterelements = ScatterElements(a, ge_idx, sc_upd) {axis=0, reduction=\"add\"}"},
     {"ScatterND", "scatternd = ScatterND(a, gnd_idx, snd_upd)"},
     {"TopK", "topk, topk_i = TopK(a, topk_k) {axis=1, largest=0}"},
+    {"LSTM", "lstm, lstm_h, lstm_c = LSTM(seq, lstm_w, lstm_r) {activations=\"Sigmoid,Tanh,Tanh\", hidden_size=4}"},
+    {"GRU", "gru, gru_h = GRU(seq, gru_w, gru_r) {direction=\"reverse\", linear_before_reset=1}"},
+    {"RNN", "rnn, rnn_h = RNN(seq, rnn_w, rnn_r) {activation_alpha=[0.1], activations=\"LeakyRelu\"}"},
     {"GatherND", "gathernd = GatherND(a, gnd_idx)"},
     {"Trilu", "trilu = Trilu(a) {upper=0}"},
     {"ConstantOfShape", "constantofshape = ConstantOfShape(cos_shape) {dtype=\"i64\", value=1.0}"},

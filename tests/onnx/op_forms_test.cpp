@@ -297,4 +297,36 @@ TEST_SUITE("onnx/op forms") {
     CHECK(out.at("y").dtype() == DType::Bool);
     check_values(out.at("y"), Shape{2, 2}, {1, 0, 0, 1});
   }
+
+  TEST_CASE("LSTM: activations as a list of strings, and a left-out Y") {
+    // The same LSTM with its default activations named, unnamed, and with h = Relu.
+    auto model = [](const std::vector<std::string>& acts) {
+      OnnxBuilder b(14);
+      b.input("x", kFloat, {3, 2, 4});
+      std::vector<float> w(8 * 4), r(8 * 2);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * float(i % 7) - 0.3f;
+      for (size_t i = 0; i < r.size(); ++i) r[i] = 0.2f * float(i % 5) - 0.4f;
+      b.initializer("w", {1, 8, 4}, w);
+      b.initializer("r", {1, 8, 2}, r);
+      onnx::NodeProto& n = b.node("LSTM", {"x", "w", "r"}, {"", "y"}, "lstm");
+      attr(n, "hidden_size", int64_t(2));
+      if (!acts.empty()) {
+        auto* a = add_attr(n, "activations", onnx::AttributeProto::STRINGS);
+        for (const std::string& name : acts) a->add_strings(name);
+      }
+      b.output("y");
+      return b;
+    };
+    std::vector<double> xs(24);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.25 * double(i % 9) - 1;
+    const TensorMap in = {{"x", make(DType::F32, {3, 2, 4}, xs)}};
+    const Tensor plain = run(model({}), in).at("y");
+    CHECK(plain.shape() == Shape{1, 2, 2});
+    FUSOR_CHECK_CLOSE(run(model({"Sigmoid", "Tanh", "Tanh"}), in).at("y"), plain, 0, 0);
+    const Tensor relu = run(model({"sigmoid", "tanh", "Relu"}), in).at("y");
+    std::string msg;
+    CHECK_FALSE(allclose(relu, plain, 1e-3, 1e-3, &msg));
+    CHECK(error_of([&] { run(model({"Sigmoid", "Tanh,Tanh", "Tanh"}), in); }, &msg) == ErrorCode::InvalidGraph);
+    CHECK(msg.find("with a comma") != std::string::npos);
+  }
 }

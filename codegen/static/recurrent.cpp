@@ -1,0 +1,238 @@
+// Static kernels of the recurrent operators: LSTM, GRU and RNN (ir/ops/recurrent.h).
+//
+// Note [Recurrent kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Per direction, the input's share of every gate for every step is one GEMM up front,
+// [T * B, I] x W^T (OpenBLAS), with the biases added (Wb + Rb; GRU's Rbh stays apart when
+// linear_before_reset, as ONNX defines). Then the steps run in order, each one GEMM of the
+// batch's hidden states by R^T ([B, H] x [H, G * H]; GRU without linear_before_reset takes
+// a second, (r . H) x Rh^T, once r is known) and the gates' activations per element. A
+// batch entry with sequence_lens[b] = L is active for its first L steps: forward it runs
+// t = 0..L-1, reverse t = L-1..0 (its own last element first), and the rest of its Y rows
+// are zeros while Y_h (and Y_c) keep its state after step L. clip bounds every gate's
+// input before its activation. f16 and bf16 run in f32 (run_in_f32).
+// activation_alpha and activation_beta are consumed in the order of the activations, by
+// the functions that take them (Affine, LeakyRelu, ThresholdedRelu, ScaledTanh,
+// HardSigmoid, Elu: alpha; Affine, ScaledTanh, HardSigmoid: beta), as ONNX Runtime reads
+// them; a function without a value takes its ONNX default.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "codegen/static/kernel_util.h"
+#include "ir/ops/recurrent.h"
+
+namespace fusor {
+
+namespace {
+
+using namespace static_kernels;
+
+struct Activation {
+  RecurrentActivation kind = RecurrentActivation::Tanh;
+  float alpha = 0, beta = 0;
+
+  float operator()(float x) const {
+    switch (kind) {
+      case RecurrentActivation::Relu: return x > 0 ? x : 0.0f;
+      case RecurrentActivation::Tanh: return std::tanh(x);
+      case RecurrentActivation::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
+      case RecurrentActivation::Affine: return alpha * x + beta;
+      case RecurrentActivation::LeakyRelu: return x >= 0 ? x : alpha * x;
+      case RecurrentActivation::ThresholdedRelu: return x >= alpha ? x : 0.0f;  // (ONNX's RNN table: >=)
+      case RecurrentActivation::ScaledTanh: return alpha * std::tanh(beta * x);
+      case RecurrentActivation::HardSigmoid: return std::clamp(alpha * x + beta, 0.0f, 1.0f);
+      case RecurrentActivation::Elu: return x >= 0 ? x : alpha * (std::exp(x) - 1.0f);
+      case RecurrentActivation::Softsign: return x / (1.0f + std::fabs(x));
+      case RecurrentActivation::Softplus: return x > 20 ? x : std::log1p(std::exp(x));
+    }
+    return x;
+  }
+};
+
+// The node's activations, recurrent_activations() per direction for `dirs` directions
+// (defaults: Sigmoid then Tanh for LSTM's f, g, h and GRU's f, g; Tanh for RNN).
+std::vector<Activation> activations(const Node& n, int dirs) {
+  std::vector<std::string> names = recurrent_activation_names(n);
+  if (names.empty()) {
+    const std::vector<std::string> one = n.op == OpKind::LSTM ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                         : n.op == OpKind::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                               : std::vector<std::string>{"Tanh"};
+    for (int d = 0; d < dirs; ++d) names.insert(names.end(), one.begin(), one.end());
+  }
+  const std::vector<double>& alphas = node_attr(n, "activation_alpha").floats();
+  const std::vector<double>& betas = node_attr(n, "activation_beta").floats();
+  size_t ai = 0, bi = 0;
+  std::vector<Activation> out;
+  for (const std::string& name : names) {
+    Activation a;
+    parse_recurrent_activation(name, &a.kind);  // checked by the schema
+    using K = RecurrentActivation;
+    const bool takes_alpha = a.kind == K::Affine || a.kind == K::LeakyRelu || a.kind == K::ThresholdedRelu ||
+                             a.kind == K::ScaledTanh || a.kind == K::HardSigmoid || a.kind == K::Elu;
+    const bool takes_beta = a.kind == K::Affine || a.kind == K::ScaledTanh || a.kind == K::HardSigmoid;
+    const double alpha0 = a.kind == K::LeakyRelu ? 0.01 : a.kind == K::HardSigmoid ? 0.2 : 1.0;
+    const double beta0 = a.kind == K::HardSigmoid ? 0.5 : a.kind == K::Affine ? 0.0 : 1.0;
+    a.alpha = float(takes_alpha && ai < alphas.size() ? alphas[ai++] : alpha0);
+    a.beta = float(takes_beta && bi < betas.size() ? betas[bi++] : beta0);
+    out.push_back(a);
+  }
+  return out;
+}
+
+// A [d0, d1, h] tensor's first two dims swapped (layout 1 <-> 0), as a contiguous copy.
+std::vector<float> swap01(const float* p, int64_t d0, int64_t d1, int64_t h) {
+  std::vector<float> out(size_t(d0 * d1 * h));
+  for (int64_t i = 0; i < d0; ++i)
+    for (int64_t j = 0; j < d1; ++j) std::memcpy(&out[size_t((j * d0 + i) * h)], p + (i * d1 + j) * h, size_t(h) * sizeof(float));
+  return out;
+}
+
+void run_recurrent(StaticKernelArgs& a) {
+  const Node& n = a.node;
+  const bool batch_first = attr_int(n, "layout") == 1;
+  const Shape& xs = a.in(0).shape();
+  const int64_t T = batch_first ? xs[1] : xs[0], B = batch_first ? xs[0] : xs[1], I = xs[2];
+  const int64_t H = a.in(2).shape()[2], G = recurrent_gates(n.op);
+  const std::string& dir = attr_string(n, "direction");
+  const int D = dir == "bidirectional" ? 2 : 1;
+  const bool lstm = n.op == OpKind::LSTM, gru = n.op == OpKind::GRU;
+  const bool lbr = gru && attr_int(n, "linear_before_reset") != 0;
+  const bool coupled = lstm && attr_int(n, "input_forget") != 0;
+  const float clip = has_attr(n, "clip") ? float(attr_float(n, "clip")) : 0.0f;
+  const int per = recurrent_activations(n.op);
+  const std::vector<Activation> acts = activations(n, D);
+  check_blas_dims(n, {T * B, G * H, I});
+  use_blas_threads(1);  // small products, one after the other (Note [BLAS threads])
+
+  // Inputs as [T, B, ...] f32.
+  std::vector<float> x_tb;
+  const float* x = a.in(0).data<float>();
+  if (batch_first) {
+    x_tb = swap01(x, B, T, I);
+    x = x_tb.data();
+  }
+  std::vector<int64_t> lens(size_t(B), T);
+  if (a.has(4)) {
+    const Tensor& sl = a.in(4);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t v = sl.dtype() == DType::I64 ? sl.data<int64_t>()[b] : sl.data<int32_t>()[b];
+      if (v < 0 || v > T) node_fail(n, ErrorCode::InvalidArgument, "sequence_lens[", b, "] = ", v, " is outside [0, ", T, "]");
+      lens[size_t(b)] = v;
+    }
+  }
+  auto state_in = [&](int k) {  // initial_h / initial_c as [D, B, H], zeros when absent
+    if (!a.has(k)) return std::vector<float>(size_t(D * B * H), 0.0f);
+    const float* p = a.in(k).data<float>();
+    return batch_first ? swap01(p, B, D, H) : std::vector<float>(p, p + D * B * H);
+  };
+  std::vector<float> h_all = state_in(5), c_all = lstm ? state_in(6) : std::vector<float>();
+  std::vector<float> y(size_t(T * D * B * H), 0.0f);  // [T, D, B, H]
+
+  std::vector<float> gx(size_t(T * B * G * H)), gh(size_t(B * G * H)), rh(size_t(B * H)), hr(size_t(B * H));
+  for (int d = 0; d < D; ++d) {
+    const bool reverse = dir == "reverse" || d == 1;
+    const float* w = a.in(1).data<float>() + d * G * H * I;
+    const float* r = a.in(2).data<float>() + d * G * H * H;
+    const float* bias = a.has(3) ? a.in(3).data<float>() + d * 2 * G * H : nullptr;
+    const float* peep = lstm && a.has(7) ? a.in(7).data<float>() + d * 3 * H : nullptr;
+    const Activation& f = acts[size_t(d * per)];
+    const Activation& g = acts[size_t(d * per + (per > 1 ? 1 : 0))];
+    const Activation& h_act = acts[size_t(d * per + (per > 2 ? 2 : 0))];
+    float* hs = h_all.data() + d * B * H;
+    float* cs = lstm ? c_all.data() + d * B * H : nullptr;
+    // The input's share of every gate, with the biases (Note [Recurrent kernels]).
+    gemm(false, true, T * B, G * H, I, 1.0f, x, I, w, I, 0.0f, gx.data(), G * H);
+    if (bias)
+      for (int64_t row = 0; row < T * B; ++row)
+        for (int64_t j = 0; j < G * H; ++j) {
+          const bool apart = gru && j >= 2 * H && lbr;  // Rbh goes inside r . (H Rh^T + Rbh)
+          gx[size_t(row * G * H + j)] += bias[j] + (apart ? 0.0f : bias[G * H + j]);
+        }
+    auto clipped = [&](float v) { return clip > 0 ? std::clamp(v, -clip, clip) : v; };
+    for (int64_t s = 0; s < T; ++s) {
+      // The recurrent share of the gates (GRU without linear_before_reset: z and r only).
+      const int64_t first = gru && !lbr ? 2 * H : G * H;
+      gemm(false, true, B, first, H, 1.0f, hs, H, r, H, 0.0f, gh.data(), G * H);
+      if (gru && !lbr) {
+        // r first, then (r . H) Rh^T.
+        for (int64_t b = 0; b < B; ++b) {
+          if (s >= lens[size_t(b)]) continue;
+          const int64_t t = reverse ? lens[size_t(b)] - 1 - s : s;
+          const float* xg = &gx[size_t((t * B + b) * G * H)];
+          for (int64_t j = 0; j < H; ++j)
+            hr[size_t(b * H + j)] = f(clipped(xg[H + j] + gh[size_t(b * G * H + H + j)])) * hs[b * H + j];
+        }
+        gemm(false, true, B, H, H, 1.0f, hr.data(), H, r + 2 * H * H, H, 0.0f, rh.data(), H);
+      }
+      for (int64_t b = 0; b < B; ++b) {
+        if (s >= lens[size_t(b)]) continue;
+        const int64_t t = reverse ? lens[size_t(b)] - 1 - s : s;
+        const float* xg = &gx[size_t((t * B + b) * G * H)];
+        const float* hg = &gh[size_t(b * G * H)];
+        float* hb = hs + b * H;
+        for (int64_t j = 0; j < H; ++j) {
+          if (lstm) {
+            float& c = cs[b * H + j];
+            const float pi = peep ? peep[j] * c : 0.0f, pf = peep ? peep[2 * H + j] * c : 0.0f;
+            const float i_gate = f(clipped(xg[j] + hg[j] + pi));
+            const float f_gate = coupled ? 1.0f - i_gate : f(clipped(xg[2 * H + j] + hg[2 * H + j] + pf));
+            const float c_gate = g(clipped(xg[3 * H + j] + hg[3 * H + j]));
+            c = f_gate * c + i_gate * c_gate;
+            const float po = peep ? peep[H + j] * c : 0.0f;
+            const float o_gate = f(clipped(xg[H + j] + hg[H + j] + po));
+            hb[j] = o_gate * h_act(c);
+          } else if (gru) {
+            const float z = f(clipped(xg[j] + hg[j]));
+            float cand;
+            if (lbr) {
+              const float r_gate = f(clipped(xg[H + j] + hg[H + j]));
+              const float rb = bias ? bias[G * H + 2 * H + j] : 0.0f;
+              cand = g(clipped(xg[2 * H + j] + r_gate * (hg[2 * H + j] + rb)));
+            } else {  // Rbh is in xg, added with Wbh
+              cand = g(clipped(xg[2 * H + j] + rh[size_t(b * H + j)]));
+            }
+            hb[j] = (1.0f - z) * cand + z * hb[j];
+          } else {
+            hb[j] = f(clipped(xg[j] + hg[j]));
+          }
+        }
+        std::memcpy(&y[size_t(((t * D + d) * B + b) * H)], hb, size_t(H) * sizeof(float));
+      }
+    }
+  }
+  // Outputs: Y [T, D, B, H] (layout 1: [B, T, D, H]), Y_h and Y_c [D, B, H] (layout 1: [B, D, H]).
+  float* y_out = a.out(0).data<float>();
+  if (batch_first) {
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t b = 0; b < B; ++b)
+          std::memcpy(y_out + ((b * T + t) * D + d) * H, &y[size_t(((t * D + d) * B + b) * H)], size_t(H) * sizeof(float));
+  } else {
+    std::copy(y.begin(), y.end(), y_out);
+  }
+  auto state_out = [&](int k, const std::vector<float>& st) {
+    const std::vector<float> v = batch_first ? swap01(st.data(), D, B, H) : st;
+    std::copy(v.begin(), v.end(), a.out(k).data<float>());
+  };
+  state_out(1, h_all);
+  if (lstm) state_out(2, c_all);
+}
+
+void run_in_float(StaticKernelArgs& a) {
+  switch (a.in(0).dtype()) {
+    case DType::F32: return run_recurrent(a);
+    case DType::F16:
+    case DType::BF16: return run_in_f32(a, run_recurrent);
+    default: unsupported_dtype(a.node, a.in(0).dtype());
+  }
+}
+
+}  // namespace
+
+void run_LSTM(StaticKernelArgs& a) { run_in_float(a); }
+void run_GRU(StaticKernelArgs& a) { run_in_float(a); }
+void run_RNN(StaticKernelArgs& a) { run_in_float(a); }
+
+}  // namespace fusor
