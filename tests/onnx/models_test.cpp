@@ -1,10 +1,11 @@
 // Whole models: the exports of tests/onnx/models (make_models.py: tiny random-weight HF
 // BERT, RoBERTa, DistilBERT, GPT-2, LLaMA and torchvision-style ResNet-50, MobileNetV2 and
-// MobileNetV3, Whisper's encoder and wav2vec 2.0, each from PyTorch's TorchScript exporter
-// at opset 17 and from torch.export at opset 18 (20 for LLaMA, Whisper and wav2vec 2.0, its
-// default) with external data) are loaded and run at every case of MANIFEST.txt —
-// (batch, sequence) = (1, 1), (1, 7), (2, 7) with a padded row, (1, 40); images at batch 1
-// and 2; Whisper at batch 1 and 2; wav2vec 2.0 at 800 and 1203 samples — and compared with
+// MobileNetV3, Whisper's encoder, wav2vec 2.0 and a CRNN (a bidirectional LSTM and a GRU),
+// each from PyTorch's TorchScript exporter at opset 17 and from torch.export at opset 18 (20
+// for LLaMA, Whisper, wav2vec 2.0 and the CRNN, its default) with external data) are loaded
+// and run at every case of MANIFEST.txt — (batch, sequence) = (1, 1), (1, 7), (2, 7) with a
+// padded row, (1, 40); images at batch 1 and 2; Whisper at batch 1 and 2; wav2vec 2.0 at 800
+// and 1203 samples; the CRNN at 7, 12 and 1 frames — and compared with
 // ONNX Runtime 1.32's outputs, on:
 //   static, llvm and asmjit (each shape's exact kernels);
 //   llvm with tiering (the first run on asmjit, then the LLVM plan after drain());
@@ -228,6 +229,8 @@ TEST_SUITE("onnx/models") {
   TEST_CASE("Whisper encoder (torch.export, opset 20)") { run_model("whisper_enc_dynamo", false); }
   TEST_CASE("wav2vec 2.0 (TorchScript exporter, opset 17)") { run_model("wav2vec2_ts", false); }
   TEST_CASE("wav2vec 2.0 (torch.export, opset 20)") { run_model("wav2vec2_dynamo", false); }
+  TEST_CASE("CRNN: bidirectional LSTM and GRU (TorchScript exporter, opset 17)") { run_model("crnn_ts", false); }
+  TEST_CASE("CRNN: bidirectional LSTM and GRU (torch.export, opset 20)") { run_model("crnn_dynamo", false); }
 
   TEST_CASE("every model folder has a case in the manifest and a test above") {
     // A model added by make_models.py without a test here fails this list.
@@ -237,7 +240,8 @@ TEST_SUITE("onnx/models") {
                                              "resnet50_dynamo", "mobilenet_v2_ts",    "mobilenet_v2_dynamo",
                                              "mobilenet_v3_ts", "mobilenet_v3_dynamo", "llama_ts",
                                              "llama_dynamo",    "whisper_enc_ts",     "whisper_enc_dynamo",
-                                             "wav2vec2_ts",     "wav2vec2_dynamo"};
+                                             "wav2vec2_ts",     "wav2vec2_dynamo",    "crnn_ts",
+                                             "crnn_dynamo"};
     std::ifstream in(kModels + "/MANIFEST.txt");
     REQUIRE(in);
     std::vector<std::string> listed;

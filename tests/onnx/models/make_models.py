@@ -12,10 +12,12 @@ exporters, with ONNX Runtime's outputs at several shapes:
     HuggingFace Whisper's encoder (two 1-D convolutions and GELU, then 2 layers) on 8 mel
     bins x 40 frames, and wav2vec 2.0 (a 1-D convolutional front end with GroupNorm, a
     grouped convolutional position embedding, 2 layers) on raw audio of any length
+    a CRNN-style sequence model (a 1-D convolution, a 2-layer bidirectional LSTM, a GRU and
+    a per-frame classifier) on 8 features x any number of frames
 
 each exported by the TorchScript exporter (opset 17, `dynamo=False`) and by torch.export
 (`dynamo=True`, weights as external data where it writes them: opset 18 for the models of
-issue 12, the exporter's own default, 20, for LLaMA, Whisper and wav2vec 2.0; torch.export
+issue 12, the exporter's own default, 20, for LLaMA, Whisper, wav2vec 2.0 and the CRNN; torch.export
 cannot take wav2vec 2.0's model).
 
 For every model, under <model>_<exporter>/:
@@ -25,7 +27,8 @@ and MANIFEST.txt: one line per case, "<model dir> <case> <inputs> -> <outputs>".
 
 The cases: text models at (batch, sequence) = (1, 1), (1, 7), (2, 7) with the second row
 padded after 4 tokens, and (1, 40); image models at batch 1 and 2, 64x64; Whisper at batch 1
-and 2; wav2vec 2.0 at (batch, samples) = (1, 800), (1, 1203), (2, 800). Inputs are
+and 2; wav2vec 2.0 at (batch, samples) = (1, 800), (1, 1203), (2, 800); the CRNN at (batch,
+frames) = (1, 7), (2, 12), (1, 1). Inputs are
 seeded, so a rerun writes the same inputs (the weights are seeded too, but exporters
 change between torch versions: regenerate everything together).
 
@@ -87,6 +90,28 @@ def wave_models():
         T.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                          conv_dim=(16, 16, 16), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3),
                          num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4))
+
+
+class TinyCRNN(torch.nn.Module):
+    """A CRNN-style sequence model (OCR, speech): a 1-D convolution, a 2-layer bidirectional
+    LSTM and a GRU over the frames (batch first), and a per-frame classifier."""
+
+    def __init__(self, features=8, hidden=12, classes=5):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(features, 16, 3, padding=1)
+        self.lstm = torch.nn.LSTM(16, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = torch.nn.GRU(2 * hidden, hidden, batch_first=True)
+        self.fc = torch.nn.Linear(hidden, classes)
+
+    def forward(self, x):  # [batch, features, frames]
+        h = torch.relu(self.conv(x)).transpose(1, 2)
+        h, _ = self.lstm(h)
+        h, _ = self.gru(h)
+        return self.fc(h)
+
+
+def sequence_models():
+    yield "crnn", TinyCRNN
 
 
 class TinyResNet50(torch.nn.Module):
@@ -194,7 +219,11 @@ def wave_cases(rng):
     return {f"b{b}_s{s}": {"x": rng.standard_normal((b, s)).astype(np.float32)} for b, s in ((1, 800), (1, 1203), (2, 800))}
 
 
-CASES = {"text": text_cases, "image": image_cases, "audio": audio_cases, "wave": wave_cases}
+def sequence_cases(rng):
+    return {f"b{b}_t{t}": {"x": rng.standard_normal((b, 8, t)).astype(np.float32)} for b, t in ((1, 7), (2, 12), (1, 1))}
+
+
+CASES = {"text": text_cases, "image": image_cases, "audio": audio_cases, "wave": wave_cases, "sequence": sequence_cases}
 
 
 def export(model, kind, path, dynamo, opset):
@@ -210,12 +239,16 @@ def export(model, kind, path, dynamo, opset):
         args = (torch.randn(2, 800),)
         names = ["x"]
         axes = {"x": {0: "batch", 1: "samples"}}
+    elif kind == "sequence":
+        args = (torch.randn(2, 8, 12),)
+        names = ["x"]
+        axes = {"x": {0: "batch", 2: "frames"}}
     else:
         args = (torch.randn(2, 3, 64, 64),)
         names = ["x"]
         axes = {"x": {0: "batch"}}
     if dynamo:
-        limit = {"samples": 4096}
+        limit = {"samples": 4096, "frames": 256}
         shapes = {n: {d: torch.export.Dim(v, min=1, max=limit.get(v, 64)) for d, v in a.items()} for n, a in axes.items()}
         kw = {"opset_version": opset} if opset else {}
         torch.onnx.export(model, args, path, input_names=names, output_names=["y"], dynamo=True, dynamic_shapes=shapes,
@@ -233,7 +266,8 @@ def main():
     torch.manual_seed(0)
     manifest = []
     models = ([(n, m, "text") for n, m in text_models()] + [(n, m, "image") for n, m in image_models()] +
-              [(n, m, "audio") for n, m in audio_models()] + [(n, m, "wave") for n, m in wave_models()])
+              [(n, m, "audio") for n, m in audio_models()] + [(n, m, "wave") for n, m in wave_models()] +
+              [(n, m, "sequence") for n, m in sequence_models()])
     # The models of issue 12 keep opset 18 under torch.export; the later ones take its default.
     pinned = {"bert", "roberta", "distilbert", "gpt2", "resnet50", "mobilenet_v2", "mobilenet_v3"}
     for name, make, kind in models:
