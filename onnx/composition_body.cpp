@@ -88,16 +88,16 @@ const std::string& Body::input(size_t k, std::string_view what) const {
   return n_.inputs[k];
 }
 
-bool Body::x_is_integer() {
-  DType t;
-  return cx_.known_dtype(x(), &t) && (t == DType::I32 || t == DType::I64);
+bool Body::x_is_integer(DType* t) {
+  DType known;
+  if (!cx_.known_dtype(x(), &known) || (known != DType::I32 && known != DType::I64)) return false;
+  if (t) *t = known;
+  return true;
 }
 
 std::string Body::typed_scalar(double v) {
   DType t;
-  if (cx_.known_dtype(x(), &t) && (t == DType::I32 || t == DType::I64))
-    return cx_.constant(Tensor::from_doubles(t, Shape{}, {v}), "const");
-  return scalar(v);
+  return x_is_integer(&t) ? cx_.constant(Tensor::from_doubles(t, Shape{}, {v}), "const") : scalar(v);
 }
 
 std::string Body::op(std::string_view type, std::vector<std::string> in, std::vector<OnnxAttribute> attrs,

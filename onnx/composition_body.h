@@ -44,8 +44,8 @@ class Body {
   std::string scalar(double v) { return cx_.scalar(v, x()); }
   /// A scalar of x's dtype, integer or floating (f32 when unknown).
   std::string typed_scalar(double v);
-  /// Whether x's dtype is known to be an integer.
-  bool x_is_integer();
+  /// Whether x's dtype is known to be an integer (i32 or i64: then *t, when given).
+  bool x_is_integer(DType* t = nullptr);
 
   /// A node of `type`; its output is `out` (n's output) or a fresh name.
   std::string op(std::string_view type, std::vector<std::string> in, std::vector<OnnxAttribute> attrs = {},

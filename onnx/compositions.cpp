@@ -66,8 +66,7 @@ std::string softplus_of(Body& b, const std::string& x) {
 
 std::vector<OnnxNode> softplus(const OnnxNode& n, CompositionContext& cx) {
   Body b(n, cx);
-  std::string r = softplus_of(b, b.x());
-  b.op("Max", {r}, {}, b.y());  // one input: the value itself, under n's output name
+  b.finish(softplus_of(b, b.x()));
   return b.done();
 }
 
@@ -348,7 +347,7 @@ std::vector<OnnxNode> resize(const OnnxNode& n, CompositionContext& cx) {
     cur = b.op("Add", {b.op("Mul", {b.op("Sub", {one, w}), g0}), b.op("Mul", {w, g1})}, {},
                final_axis ? b.y() : "");
   }
-  if (axes.empty()) b.op("Max", {b.x()}, {}, b.y());
+  if (axes.empty()) b.finish(b.x());
   return b.done();
 }
 

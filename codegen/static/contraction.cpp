@@ -85,8 +85,6 @@ using static_kernels::check_blas_dims;
 using static_kernels::gemm;
 using static_kernels::use_blas_threads;
 
-
-
 // ---- MatMul / Gemm --------------------------------------------------------------------
 
 // The dims of s without its last `drop` (matrix) dims.

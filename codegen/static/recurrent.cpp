@@ -11,8 +11,8 @@
 // (codegen/static/math.h's approximations, as the static Sigmoid and Tanh kernels). An LSTM
 // of T = 200, batch 8, 256 inputs and hidden 256 on a 2-vCPU Zen 5 (`fusor run --backend
 // static`, a one-LSTM text graph, medians of 20): 54.7 ms with libm's tanh and exp per
-// element, 27.7 ms vectorized. A
-// batch entry with sequence_lens[b] = L is active for its first L steps: forward it runs
+// element, 27.7 ms vectorized.
+// A batch entry with sequence_lens[b] = L is active for its first L steps: forward it runs
 // t = 0..L-1, reverse t = L-1..0 (its own last element first), and the rest of its Y rows
 // are zeros while Y_h (and Y_c) keep its state after step L. clip bounds every gate's
 // input before its activation. f16 and bf16 run in f32 (run_in_f32).
@@ -77,16 +77,9 @@ void clip_all(float* v, int64_t n, float clip) {
     for (int64_t i = 0; i < n; ++i) v[i] = std::clamp(v[i], -clip, clip);
 }
 
-// The node's activations, recurrent_activations() per direction for `dirs` directions
-// (defaults: Sigmoid then Tanh for LSTM's f, g, h and GRU's f, g; Tanh for RNN).
-std::vector<Activation> activations(const Node& n, int dirs) {
-  std::vector<std::string> names = recurrent_activation_names(n);
-  if (names.empty()) {
-    const std::vector<std::string> one = n.op == OpKind::LSTM ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                         : n.op == OpKind::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                               : std::vector<std::string>{"Tanh"};
-    for (int d = 0; d < dirs; ++d) names.insert(names.end(), one.begin(), one.end());
-  }
+// The node's activations with their alphas and betas (recurrent_activation_names).
+std::vector<Activation> activations(const Node& n) {
+  const std::vector<std::string> names = recurrent_activation_names(n);
   const std::vector<double>& alphas = node_attr(n, "activation_alpha").floats();
   const std::vector<double>& betas = node_attr(n, "activation_beta").floats();
   size_t ai = 0, bi = 0;
@@ -128,7 +121,7 @@ void run_recurrent(StaticKernelArgs& a) {
   const bool coupled = lstm && attr_int(n, "input_forget") != 0;
   const float clip = has_attr(n, "clip") ? float(attr_float(n, "clip")) : 0.0f;
   const int per = recurrent_activations(n.op);
-  const std::vector<Activation> acts = activations(n, D);
+  const std::vector<Activation> acts = activations(n);
   check_blas_dims(n, {T * B, G * H, I});
 
   // Inputs as [T, B, ...] f32.

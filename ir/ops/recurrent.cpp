@@ -12,25 +12,19 @@
 
 namespace fusor {
 
-bool parse_recurrent_activation(std::string_view name, RecurrentActivation* out) {
-  static const std::pair<std::string_view, RecurrentActivation> kNames[] = {
-      {"relu", RecurrentActivation::Relu},           {"tanh", RecurrentActivation::Tanh},
-      {"sigmoid", RecurrentActivation::Sigmoid},     {"affine", RecurrentActivation::Affine},
-      {"leakyrelu", RecurrentActivation::LeakyRelu}, {"thresholdedrelu", RecurrentActivation::ThresholdedRelu},
-      {"scaledtanh", RecurrentActivation::ScaledTanh}, {"hardsigmoid", RecurrentActivation::HardSigmoid},
-      {"elu", RecurrentActivation::Elu},             {"softsign", RecurrentActivation::Softsign},
-      {"softplus", RecurrentActivation::Softplus}};
-  std::string lower(name);
-  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
-  for (const auto& [key, kind] : kNames)
-    if (lower == key) {
-      *out = kind;
-      return true;
-    }
-  return false;
-}
+namespace {
 
-std::vector<std::string> recurrent_activation_names(const Node& n) {
+// ONNX's names of the activations (compared case-insensitively).
+constexpr std::pair<std::string_view, RecurrentActivation> kActivationNames[] = {
+    {"Relu", RecurrentActivation::Relu},           {"Tanh", RecurrentActivation::Tanh},
+    {"Sigmoid", RecurrentActivation::Sigmoid},     {"Affine", RecurrentActivation::Affine},
+    {"LeakyRelu", RecurrentActivation::LeakyRelu}, {"ThresholdedRelu", RecurrentActivation::ThresholdedRelu},
+    {"ScaledTanh", RecurrentActivation::ScaledTanh}, {"HardSigmoid", RecurrentActivation::HardSigmoid},
+    {"Elu", RecurrentActivation::Elu},             {"Softsign", RecurrentActivation::Softsign},
+    {"Softplus", RecurrentActivation::Softplus}};
+
+// The names n's `activations` attribute lists (empty when it is not given).
+std::vector<std::string> listed_activations(const Node& n) {
   std::vector<std::string> names;
   const std::string& joined = attr_string(n, "activations");
   size_t start = 0;
@@ -43,13 +37,39 @@ std::vector<std::string> recurrent_activation_names(const Node& n) {
   return names;
 }
 
+int directions(const Node& n) { return attr_string(n, "direction") == "bidirectional" ? 2 : 1; }
+
+}  // namespace
+
+bool parse_recurrent_activation(std::string_view name, RecurrentActivation* out) {
+  auto lower = [](std::string_view s) {
+    std::string l(s);
+    for (char& c : l) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return l;
+  };
+  for (const auto& [key, kind] : kActivationNames)
+    if (lower(name) == lower(key)) {
+      *out = kind;
+      return true;
+    }
+  return false;
+}
+
+std::vector<std::string> recurrent_activation_names(const Node& n) {
+  std::vector<std::string> names = listed_activations(n);
+  if (!names.empty()) return names;
+  const std::vector<std::string> one = n.op == OpKind::LSTM  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                       : n.op == OpKind::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                             : std::vector<std::string>{"Tanh"};
+  for (int d = 0; d < directions(n); ++d) names.insert(names.end(), one.begin(), one.end());
+  return names;
+}
+
 int recurrent_gates(OpKind op) { return op == OpKind::LSTM ? 4 : op == OpKind::GRU ? 3 : 1; }
 
 int recurrent_activations(OpKind op) { return op == OpKind::LSTM ? 3 : op == OpKind::GRU ? 2 : 1; }
 
 namespace {
-
-int directions(const Node& n) { return attr_string(n, "direction") == "bidirectional" ? 2 : 1; }
 
 void check_recurrent(const Node& n) {
   const std::string& dir = attr_string(n, "direction");
@@ -59,16 +79,17 @@ void check_recurrent(const Node& n) {
     node_fail(n, ErrorCode::InvalidGraph, "layout must be 0 or 1, got ", attr_int(n, "layout"));
   if (has_attr(n, "clip") && !(attr_float(n, "clip") > 0))
     node_fail(n, ErrorCode::InvalidGraph, "clip must be positive, got ", attr_float(n, "clip"));
-  const std::vector<std::string> names = recurrent_activation_names(n);
+  const std::vector<std::string> names = listed_activations(n);
   const size_t want = size_t(recurrent_activations(n.op) * directions(n));
   if (!names.empty() && names.size() != want)
     node_fail(n, ErrorCode::InvalidGraph, "activations lists ", names.size(), " functions; ", op_name(n.op), " takes ",
               want, " (", recurrent_activations(n.op), " per direction)");
   for (const std::string& name : names)
-    if (!recurrent_activation_known(name))
-      node_fail(n, ErrorCode::Unsupported, "activation \"", name,
-                "\" (fusor has Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, "
-                "Softsign, Softplus)");
+    if (!recurrent_activation_known(name)) {
+      std::string known;
+      for (const auto& [key, kind] : kActivationNames) known += (known.empty() ? "" : ", ") + std::string(key);
+      node_fail(n, ErrorCode::Unsupported, "activation \"", name, "\" (fusor has ", known, ")");
+    }
   for (const char* flag : {"input_forget", "linear_before_reset"})
     if (has_attr(n, flag) && attr_int(n, flag) != 0 && attr_int(n, flag) != 1)
       node_fail(n, ErrorCode::InvalidGraph, flag, " must be 0 or 1, got ", attr_int(n, flag));
@@ -89,7 +110,6 @@ void infer_recurrent(InferContext& ctx) {
   for (int k : {1, 2, 3, 5, 6, 7})
     if (k < ctx.num_inputs() && ctx.has_input(k)) ctx.expect_same_dtype(0, k);
   const Shape& x = ctx.input(0).shape;
-  const Shape& w = ctx.input(1).shape;
   const Shape& r = ctx.input(2).shape;
   if (x.rank() != 3) ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(0), " (X) must have rank 3");
   const bool batch_first = attr_int(n, "layout") == 1;
@@ -101,7 +121,6 @@ void infer_recurrent(InferContext& ctx) {
     ctx.fail(ErrorCode::ShapeMismatch, "hidden_size ", attr_int(n, "hidden_size"), " does not match R's last dim ", h);
   expect_dims(ctx, 1, {d, g * h, in}, "W");
   expect_dims(ctx, 2, {d, g * h, h}, "R");
-  if (w.rank() != 3) ctx.fail(ErrorCode::ShapeMismatch, ctx.describe_input(1), " (W) must have rank 3");
   expect_dims(ctx, 3, {d, 2 * g * h}, "B");
   if (ctx.has_input(4)) {
     if (ctx.input(4).dtype != DType::I32 && ctx.input(4).dtype != DType::I64)

@@ -20,7 +20,9 @@ inline bool recurrent_activation_known(std::string_view name) {
   RecurrentActivation a;
   return parse_recurrent_activation(name, &a);
 }
-/// The names of n's `activations` attribute (empty: the operator's defaults).
+/// The activations of n, recurrent_activations() per direction: its `activations`
+/// attribute's, else the operator's defaults (LSTM Sigmoid, Tanh, Tanh; GRU Sigmoid, Tanh;
+/// RNN Tanh) for every direction.
 std::vector<std::string> recurrent_activation_names(const Node& n);
 /// Gates per direction: LSTM 4 (i, o, f, c), GRU 3 (z, r, h), RNN 1.
 int recurrent_gates(OpKind op);
