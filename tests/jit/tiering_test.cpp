@@ -75,17 +75,19 @@ TEST_SUITE("jit/tiering") {
     };
     std::shared_ptr<Plan> first = on(*asmjit), final = on(*llvm);
     std::shared_ptr<Plan> reference = build_plan(g, types, fuser, constants, nullptr);  // static kernels
-    int kernels_steps = 0, more_tasks = 0;
+    int kernels_steps = 0, other_tasks = 0;
     for (const Step& st : final->steps) {
       if (!st.kernel) continue;
       ++kernels_steps;
       for (const Step& old : first->steps)
-        if (old.kernel && old.buffers == st.buffers) more_tasks += old.tasks > st.tasks;
+        if (old.kernel && old.buffers == st.buffers) other_tasks += old.tasks != st.tasks;
     }
     REQUIRE(kernels_steps == 6);
-    // What the test is about: asmjit splits some group (the grouped convolution, as wav2vec
-    // 2.0's position embedding) into more tasks than LLVM does.
-    REQUIRE(more_tasks > 0);
+    // What the test is about: asmjit splits some group into another number of tasks than
+    // LLVM does (more, the grouped convolution as wav2vec 2.0's position embedding, with
+    // AVX-512; fewer, every contraction, on an AVX2-only Zen 1), and a kept kernel that ran
+    // with the other's count would skip tasks or run past its last.
+    REQUIRE(other_tasks > 0);
     // The first tier "wins" every comparison.
     const uint64_t kept = keep_faster(*first, *final, [](const Plan&, const Step& st) {
       return st.label.rfind("asmjit", 0) == 0 ? 0.0 : 1.0;
