@@ -19,6 +19,7 @@ bool pointwise_supports(const KernelSpec& spec, std::string* why);
 /// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` that
 /// computes tasks [task_begin, task_end) of `spec` (see KernelSpec::tasks). Throws
 /// Error(Unsupported) with the reason when pointwise_supports(spec) is false.
-std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol);
+/// `vector_floats` (8 with AVX2, 16 with AVX-512) sizes the inner loop's interleaving.
+std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol, int64_t vector_floats);
 
 }  // namespace fusor

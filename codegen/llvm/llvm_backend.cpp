@@ -131,7 +131,7 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       break;
     }
     case KernelKind::Pointwise:
-      if (ir) *ir = emit_pointwise_ir(spec, symbol);
+      if (ir) *ir = emit_pointwise_ir(spec, symbol, impl_->vector_floats);
       if (spec.symbolic) {  // pointwise_task_elements() of the S * numel(rest) elements
         const std::vector<int64_t>& shape = spec.pointwise.shape;
         kernel.tasks_scale = numel(std::vector<int64_t>(shape.begin() + 1, shape.end()));

@@ -55,7 +55,7 @@ TEST_SUITE("llvm/pointwise") {
         REQUIRE(spec);
         const bool streams = pointwise_streams_stores(*spec);
         streamed += streams;
-        CHECK((emit_pointwise_ir(*spec, "k").find("!nontemporal") != std::string::npos) == streams);
+        CHECK((emit_pointwise_ir(*spec, "k", 8).find("!nontemporal") != std::string::npos) == streams);
       }
       CHECK(streamed == (big ? int(f.groups.size()) : 0));
     }
