@@ -38,7 +38,7 @@ namespace fusor {
 // many vectors each iteration computes side by side. Left to itself the vectorizer takes 1
 // for these bodies (no reduction to hide), so a transcendental runs as one long dependent
 // chain per vector (tanh: an exp, a division, two polynomials, ~60 cycles of latency): a
-// core whose FP scheduler holds only part of one chain (Zen 1's 36 entries) runs it at its
+// core whose FP scheduler holds only part of one chain (Zen 1's is small) runs it at its
 // latency, not at its throughput. Four chains side by side fill it. But the vector loop then
 // steps by 4 vectors and the rest of a row runs scalar, so the count shrinks with the row a
 // segment can cover (interleave_count). Measured on a 2-vCPU AMD EPYC Zen 1 (family 23
@@ -275,7 +275,9 @@ std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol,
   if (!check(spec, &why)) fail(ErrorCode::Unsupported, "llvm backend: kernel '", spec.name, "': ", why);
   const bool streams = pointwise_streams_stores(spec);
   std::ostringstream os;
-  os << spec_comment(spec) << "\n" << emit_body(spec, symbol, streams, vector_floats) << "\n" << emit_wrapper(spec, symbol, streams) << "\n"
+  os << spec_comment(spec) << "\n"
+     << emit_body(spec, symbol, streams, vector_floats) << "\n"
+     << emit_wrapper(spec, symbol, streams) << "\n"
      << kDeclarations
      << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\nattributes #2 = { noinline nounwind }\n";
   if (streams)

@@ -114,6 +114,34 @@ output h
     }
   }
 
+  TEST_CASE("the inner loop interleaves vectors by the length of its rows") {
+    // Note [Pointwise interleaving]: 4 from 16 vectors a row, 2 from 4, else 1; a rank-1
+    // space is one row. Rows of a broadcast Add do not merge with their neighbours.
+    auto count = [](const std::string& text, int64_t vector_floats) {
+      FusedGraph f = test::fuse_text(text, {});
+      std::string why;
+      std::optional<KernelSpec> spec = lower_group(f, f.groups.back(), &why);
+      REQUIRE(spec);
+      const std::string ir = emit_pointwise_ir(*spec, "k", vector_floats);
+      const std::string key = "!\"llvm.loop.interleave.count\", i32 ";
+      const size_t at = ir.find(key);
+      REQUIRE(at != std::string::npos);
+      return std::stoi(ir.substr(at + key.size()));
+    };
+    auto rows = [](int64_t n) {
+      return with("graph g\ninput x: f32[9, N]\ninput b: f32[N]\ny = Add(x, b)\nz = Tanh(y)\noutput z\n",
+                  {{"N", std::to_string(n)}});
+    };
+    CHECK(count(unary_graph("Tanh(x)", 4096), 8) == 4);
+    CHECK(count(unary_graph("Tanh(x)", 4096), 16) == 4);
+    CHECK(count(unary_graph("Tanh(x)", 100), 8) == 2);
+    CHECK(count(rows(20), 8) == 1);
+    CHECK(count(rows(50), 8) == 2);
+    CHECK(count(rows(50), 16) == 1);
+    CHECK(count(rows(128), 8) == 4);
+    CHECK(count(rows(128), 16) == 2);
+  }
+
   TEST_CASE("declined specs say why and compile throws Unsupported") {
     LlvmBackend* be = test::llvm_backend_or_skip();
     if (!be) return;
