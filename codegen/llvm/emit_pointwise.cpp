@@ -105,8 +105,8 @@ int64_t interleave_count(const KernelSpec& spec, int64_t vector_floats) {
 }
 
 // The internal body function of Note [Pointwise inner loop]; `streams`: the kernel's
-// pointwise_streams_stores.
-std::string emit_body(const KernelSpec& spec, const std::string& symbol, bool streams, int64_t vector_floats) {
+// pointwise_streams_stores. Its loop's metadata !1 (the interleave count) is the module's.
+std::string emit_body(const KernelSpec& spec, const std::string& symbol, bool streams) {
   const ExprGraph& g = spec.pointwise.body;
   IrText pre("h"), loop("v");
   ExprEnv env;
@@ -123,9 +123,7 @@ std::string emit_body(const KernelSpec& spec, const std::string& symbol, bool st
      << "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
      << loop.text() << "  %i.next = add nuw nsw i64 %i, 1\n"
      << "  %done = icmp eq i64 %i.next, %n\n"
-     << "  br i1 %done, label %exit, label %loop, !llvm.loop !1\nexit:\n  ret void\n}\n"
-     << "!1 = distinct !{!1, !2}\n!2 = !{!\"llvm.loop.interleave.count\", i32 " << interleave_count(spec, vector_floats)
-     << "}\n";
+     << "  br i1 %done, label %exit, label %loop, !llvm.loop !1\nexit:\n  ret void\n}\n";
   return os.str();
 }
 
@@ -276,10 +274,12 @@ std::string emit_pointwise_ir(const KernelSpec& spec, const std::string& symbol,
   const bool streams = pointwise_streams_stores(spec);
   std::ostringstream os;
   os << spec_comment(spec) << "\n"
-     << emit_body(spec, symbol, streams, vector_floats) << "\n"
+     << emit_body(spec, symbol, streams) << "\n"
      << emit_wrapper(spec, symbol, streams) << "\n"
      << kDeclarations
-     << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\nattributes #2 = { noinline nounwind }\n";
+     << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\nattributes #2 = { noinline nounwind }\n"
+     << "!1 = distinct !{!1, !2}\n!2 = !{!\"llvm.loop.interleave.count\", i32 " << interleave_count(spec, vector_floats)
+     << "}\n";
   if (streams)
     os << "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\ndeclare void @llvm.x86.sse.sfence()\n!0 = !{i32 1}\n";
   return os.str();
