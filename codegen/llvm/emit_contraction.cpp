@@ -651,6 +651,10 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   for (const EpiAccess& a : f.epi) epi_strides.push_back({a.row, a.col});
   os << emit_microkernel(mk, TileShape{t.vl, mr, t.nv, nr}, br, f.conv ? mr : c.bf16 ? 1 : f.a_k) << "\n"
      << emit_tile_epilogue(ep, epi, epi_strides, nr, 0) << "\n";
+  // A full tile's epilogue computes its rows' vectors side by side (Note [Epilogue
+  // interleaving], emit_tile.cpp); an edge tile's runs the plain loop over what is valid.
+  const bool interleaved = t.nv > 1;
+  if (interleaved) os << emit_tile_epilogue(ep + ".full", epi, epi_strides, nr, 0, t.nv, 1) << "\n";
   if (f.conv && !f.direct) {
     os << "@" << symbol << ".geo = private unnamed_addr constant [" << kGeoCount << " x i64] [";
     const int64_t geo[kGeoCount] = {p.c / p.group, p.h, p.w, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
@@ -871,15 +875,15 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   std::string full_c = ee.op("icmp eq i64 " + pn.cols + ", " + i64(nr));
   std::string full = ee.op("and i1 " + full_r + ", " + full_c);
   ee.line("br i1 " + full + ", label %epi.full, label %epi.edge");
-  auto call_epi = [&](const std::string& rows, const std::string& cols) {
-    std::string s = "  call void @" + ep + "(ptr %tile, ";
+  auto call_epi = [&](const std::string& rows, const std::string& cols, bool full) {
+    std::string s = "  call void @" + ep + (full && interleaved ? ".full" : "") + "(ptr %tile, ";
     for (const std::string& v : q) s += "ptr " + v + ", ";
     return s + "i64 " + rows + ", i64 " + cols + ")\n";
   };
   os << "outer:\n  %o = phi i64 [ " << o_lo << ", %task ], [ %o.next, %outer.end ]\n" << out.text()
      << "  br label %inner\ninner:\n  %x = phi i64 [ " << i_lo << ", %outer ], [ %x.next, %epi.done ]\n"
-     << in.text() << ee.text() << "epi.full:\n" << call_epi(i64(mr), i64(nr)) << "  br label %epi.done\nepi.edge:\n"
-     << call_epi(tl.rows, pn.cols) << "  br label %epi.done\nepi.done:\n"
+     << in.text() << ee.text() << "epi.full:\n" << call_epi(i64(mr), i64(nr), true) << "  br label %epi.done\nepi.edge:\n"
+     << call_epi(tl.rows, pn.cols, false) << "  br label %epi.done\nepi.done:\n"
      << "  %x.next = add nuw nsw i64 %x, 1\n  %xmore = icmp slt i64 %x.next, " << i_hi
      << "\n  br i1 %xmore, label %inner, label %outer.end\nouter.end:\n"
      << "  %o.next = add nuw nsw i64 %o, 1\n  %omore = icmp slt i64 %o.next, " << o_hi

@@ -70,9 +70,13 @@ struct TileAccess {
 /// the tile element and %p<x> = access x at the tile's first element. With sink_row_stride,
 /// the graph's value (its last node, or Acc when it has none) is also stored to
 /// %sink + row * sink_row_stride + col; a negative sink_row_stride is a run-time one, the
-/// parameter `i64 %sinkstride` after %sink.
+/// parameter `i64 %sinkstride` after %sink. With interleave > 1 (dividing nr), a full tile's
+/// epilogue (%cols = nr): `interleave` copies of the body side by side, each over its
+/// nr / interleave columns, whose loop carries metadata !<loop_id> .. !<loop_id + 2> (written
+/// after the function; the module's other metadata must not use those numbers) asking the
+/// vectorizer for that width (Note [Epilogue interleaving], emit_tile.cpp).
 std::string emit_tile_epilogue(const std::string& name, const ExprGraph& g, const std::vector<TileAccess>& strides,
-                               int64_t nr, int64_t sink_row_stride);
+                               int64_t nr, int64_t sink_row_stride, int64_t interleave = 1, int loop_id = 0);
 
 /// The tile for `rows` rows whose B splits into panels(nr) panels: the least work wasted on
 /// edge tiles plus a per-step overhead, within the registers (MR*NV <= 24 with AVX-512's

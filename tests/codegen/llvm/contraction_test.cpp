@@ -226,6 +226,45 @@ output c
     }
   }
 
+  TEST_CASE("a full tile's epilogue computes its vectors side by side") {
+    // Note [Epilogue interleaving]: one copy of the body per vector of a tile row, the
+    // vectorizer asked for one vector's width; edge tiles keep the plain loop. 61 x 50 has
+    // full and edge tiles both ways.
+    const std::string text = R"(graph g
+input a: f32[61, 40]
+const w: f32[40, 50] = randn(seed=1, std=0.2)
+const b: f32[50] = randn(seed=2, std=0.1)
+p = MatMul(a, w)
+q = Add(p, b)
+y = Gelu(q)
+output y
+)";
+    FusedGraph f = test::fuse_text(text, {});
+    std::optional<KernelSpec> spec = lower_group(f, f.groups[0], nullptr);
+    REQUIRE(spec);
+    for (int64_t vl : {8, 16}) {
+      CAPTURE(vl);
+      const ContractionTiling t = contraction_tiling(*spec, vl);
+      const std::string ir = emit_contraction_ir(*spec, "k", t);
+      const bool interleaved = ir.find("define internal void @k.epi.full(") != std::string::npos;
+      CHECK(interleaved == (t.nv > 1));
+      if (!interleaved) continue;
+      CHECK(ir.find("!\"llvm.loop.vectorize.width\", i32 " + std::to_string(vl) + "}") != std::string::npos);
+      // The copies' first instructions come one after another (v0_, v1_, ...), not each
+      // copy's whole body in turn.
+      const size_t first = ir.find("%v0_0 = "), second = ir.find("%v1_0 = "), next = ir.find("%v0_1 = ");
+      REQUIRE(first != std::string::npos);
+      REQUIRE(second != std::string::npos);
+      CHECK(second < next);
+      CHECK(ir.find("call void @k.epi.full(") != std::string::npos);
+      CHECK(ir.find("call void @k.epi(") != std::string::npos);
+    }
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    Checked c = check_contractions(*be, f, {{"a", test::randn({61, 40}, 3)}});
+    CHECK(c.kernels == 1);
+  }
+
   TEST_CASE("a constant B keeps one panel width for every m, so its packed copy is shared") {
     // The BERT FFN-up GEMM (k 768, n 3072) at lengths whose best free tile widths differ.
     std::set<int64_t> widths, rows;
