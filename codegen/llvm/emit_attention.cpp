@@ -39,6 +39,12 @@ namespace fusor {
 // one thread on a Zen 5, `fusor run` medians of 150, two rounds (f32; bf16): 128 keys
 // 0.49-0.62 -> 0.31-0.35 ms (0.38-0.50 -> 0.21-0.23), 256 keys 1.9-2.7 -> 1.15-1.23 (1.5-2.2
 // -> 0.74-0.81), 512 keys 7.7 -> 4.6-4.8 (5.8-7.5 -> 3.0-3.2); 384 keys already took 8 x 3.
+// With AVX2 the model's own pick stands: on a 2-vCPU Zen 1 (`fusor run` of the 12 heads, d 64,
+// one thread, medians of 200 / 30 runs, two rounds) the Q·Kᵀ tiles 4 x 3, 5 x 2 and 6 x 2
+// were within noise of each other at 128 keys (1.91-2.01 ms) and at 384 (16.2-16.6), 2 x 4
+// 5-15% slower at 128 keys; and 3 x 4, then taken by both products, spilled (tile_fits):
+// 128 keys 2.63-2.69 -> 1.90-1.93 ms with both at 6 x 2, 384 keys 19.6-23.8 -> 15.8-20.3 ms
+// with P·V at 6 x 2.
 // R is at most 128 rows, fewer when that leaves fewer than 8 tasks; the scratch (K and V
 // panels, S) must fit kScratchBytes of stack. Floating point: dot products in float with
 // FMA in d order, the softmax in float (sums `reassoc`: vector lanes), P·V in tk order.
@@ -147,11 +153,11 @@ AttentionTiling attention_tiling(const KernelSpec& spec, int64_t vector_floats, 
       ++t.blocks_per_task;
     t.blocks_per_task = ceil_div(t.row_blocks, ceil_div(t.row_blocks, t.blocks_per_task));
   }
-  // Q·Kᵀ: the cost model's best tile of at least kQkMinVectors vectors a row (when tk has that
-  // many), Note [Attention kernels].
+  // Q·Kᵀ: the cost model's best tile, with AVX-512 of at least kQkMinVectors vectors a row
+  // (when tk has that many), Note [Attention kernels].
   const std::vector<TileShape> qk = ranked_tiles(vector_floats, t.rows_per_task, [&](int64_t nr) { return ceil_div(tk, nr); });
   t.qk = qk.front();
-  if (tk >= kQkMinVectors * vector_floats)
+  if (vector_floats >= 16 && tk >= kQkMinVectors * vector_floats)
     for (const TileShape& s : qk)
       if (s.nv >= kQkMinVectors) {
         t.qk = s;

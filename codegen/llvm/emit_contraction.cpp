@@ -47,7 +47,10 @@ namespace fusor {
 // operand or is packed by the kernel (each panel is read or packed once and stays in cache
 // while the rows stream past), tiles otherwise. Tile sizes minimize the work wasted on edge
 // tiles plus a per-step overhead, within the registers: MR*NV <= 24 of AVX-512's 32
-// registers, <= 12 of AVX2's 16.
+// registers, <= 12 of AVX2's 16, with room for a step's NV vectors of B and a broadcast
+// (tile_fits: AVX2's 3 x 4 needs 17 and spilled an accumulator on every step; the 12-head
+// attention at 128 keys on a Zen 1, whose Q·Kᵀ and P·V both took it, 2.6-2.7 -> 1.9 ms,
+// Note [Attention kernels]).
 // With panels outer, every panel re-reads the task's rows of A (f32, in place); they stay in
 // the core's L2 only when they fit beside the panels streaming through, so a task takes no
 // more rows than fill half of it (host_l2_bytes(), which joins the kernel key through the

@@ -303,8 +303,11 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& graph, 
 }
 
 bool tile_fits(int64_t vector_floats, int64_t mr, int64_t nv) {
+  const int64_t registers = vector_floats >= 16 ? 32 : 16;
   const int64_t budget = vector_floats >= 16 ? 24 : 12, max_mr = vector_floats >= 16 ? 14 : 8;
-  return mr >= 1 && nv >= 1 && nv <= 4 && mr <= max_mr && mr * nv <= budget;
+  // A k step holds the accumulators, the step's NV vectors of B and one broadcast at once:
+  // AVX2's 3 x 4 (17) spilled an accumulator to the stack on every step.
+  return mr >= 1 && nv >= 1 && nv <= 4 && mr <= max_mr && mr * nv <= budget && mr * nv + nv + 1 <= registers;
 }
 
 std::vector<TileShape> ranked_tiles(int64_t vector_floats, int64_t rows,

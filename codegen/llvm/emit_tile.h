@@ -85,7 +85,8 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& g, cons
 void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_t(int64_t nr)>& panels, TileShape* t,
                  int64_t fixed_nv = 0);
 /// Whether an MR x NV tile fits the registers choose_tile allows (MR*NV <= 24 with AVX-512,
-/// <= 12 with AVX2; MR <= 14, <= 8; NV <= 4).
+/// <= 12 with AVX2; MR <= 14, <= 8; NV <= 4; and MR*NV + NV + 1, the accumulators, a step's
+/// B vectors and a broadcast, within the 32 or 16 vector registers).
 bool tile_fits(int64_t vector_floats, int64_t mr, int64_t nv);
 /// Every tile choose_tile considers, best first by its cost (ties: the larger tile first);
 /// with `within` > 0 only those costing at most `within` times the best: the candidates a

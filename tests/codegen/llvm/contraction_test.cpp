@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "codegen/llvm/emit_contraction.h"
+#include "codegen/llvm/emit_tile.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/lower.h"
 #include "ir/text_format.h"
@@ -26,6 +27,9 @@
 #include "tests/support/test_util.h"
 
 using namespace fusor;
+using llvm_ir::ranked_tiles;
+using llvm_ir::tile_fits;
+using llvm_ir::TileShape;
 
 using test::Checked;
 using test::check_contractions;
@@ -224,6 +228,27 @@ output c
       CHECK(next == (m > 64));
       if (next) CHECK(ir.find("getelementptr i8, ptr %pf") != std::string::npos);
     }
+  }
+
+  TEST_CASE("a tile leaves registers for a step's B vectors and a broadcast") {
+    // tile_fits: AVX2's 3 x 4 (12 accumulators + 4 + 1 = 17 of 16 registers) spilled an
+    // accumulator on every k step; 4 x 3 (16) and 6 x 2 (15) fit. AVX-512's 24 accumulators
+    // leave room for any width.
+    CHECK_FALSE(tile_fits(8, 3, 4));
+    CHECK(tile_fits(8, 2, 4));
+    CHECK(tile_fits(8, 4, 3));
+    CHECK(tile_fits(8, 6, 2));
+    CHECK(tile_fits(8, 8, 1));
+    CHECK(tile_fits(16, 6, 4));
+    CHECK(tile_fits(16, 8, 3));
+    CHECK(tile_fits(16, 12, 2));
+    for (int64_t vl : {8, 16})
+      for (int64_t m : {1, 7, 16, 61, 128, 384})
+        for (const TileShape& t : ranked_tiles(vl, m, [](int64_t nr) { return (100 + nr - 1) / nr; })) {
+          CAPTURE(vl);
+          CAPTURE(m);
+          CHECK(t.mr * t.nv + t.nv + 1 <= (vl == 16 ? 32 : 16));
+        }
   }
 
   TEST_CASE("a full tile's epilogue computes its vectors side by side") {
