@@ -1,8 +1,9 @@
 // The design rules both x86 backends (llvm, asmjit) follow, in one place, so that their
 // kernels split work and keep rows the same way and compute the same floats: which flat
 // elements a pointwise task covers (Note [Pointwise tasks], codegen/llvm/emit_pointwise.cpp)
-// and when a row reduction keeps a stack scratch row (Note [Row scratch],
-// codegen/llvm/emit_reduction.cpp). Layer: codegen.
+// when a row reduction keeps a stack scratch row (Note [Row scratch],
+// codegen/llvm/emit_reduction.cpp), and how far a GEMM prefetches its packed weights.
+// Layer: codegen.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,12 @@ inline constexpr int64_t kStreamingStoreBytes = int64_t(32) << 20;
 /// traffic (measured on the 2-vCPU Xeon over 16M floats: mul/add/relu/mul/add 12-14 ms ->
 /// 9-11 ms streamed, the same chain with tanh 18-20 ms -> 21-22 ms).
 bool pointwise_streams_stores(const KernelSpec& spec);
+
+/// How far ahead (floats) a GEMM micro-kernel prefetches a constant B packed once per plan:
+/// 4 KiB, about the bytes consumed while one L3 or DRAM miss is outstanding, which keeps
+/// more misses in flight than the hardware prefetchers do while the FMAs run (Note
+/// [Contraction kernels], codegen/llvm/emit_contraction.cpp; Note [asmjit GEMM kernels]).
+inline constexpr int64_t kPackedPanelPrefetchFloats = 1024;
 
 /// Whether the row reduction kernel of `spec` keeps a stack scratch row: softmax (its
 /// exponentials) and layernorm whose prologue costs more than one contiguous load, for rows

@@ -20,7 +20,12 @@ namespace fusor::asmjit_emit {
 // B[k, panel] (two vectors), broadcasts A[row, k] for each row, and issues MR x 2 FMAs. A
 // constant B (weights) is packed once per plan by the runtime, [batch][panel][k][NB]
 // (codegen/packing.h, PackKind::Panels of width NB; CompiledKernel::prepacks), and read
-// with unmasked vector loads. Before, every task packed each of its panels to the stack, so
+// with unmasked vector loads, each k step prefetching the panel kPackedPanelPrefetchFloats
+// ahead (codegen/cpu_rules.h; past a panel's end that is the next panel's start): the
+// weights of a BERT layer come from L3 or memory, and the hardware prefetchers alone kept
+// too few misses in flight (the layer on a 2-vCPU Zen 1, one thread, two interleaved rounds
+// of `fusor run --repeat 20`: seq 16 9.3-9.8 -> 7.8-8.0 ms, seq 128 54.7-55.7 -> 53.3-53.8,
+// seq 384 182.6-186.2 -> 179.0-180.8). Before, every task packed each of its panels to the stack, so
 // a product of 128 rows packed its weights twice per call, 384 rows six times: the BERT
 // layer at seq 128 on asmjit took 15.7 ms (one thread, Zen 5; FF2 5.6 ms), 10.5-11.2 ms
 // packed once (FF2 3.0 ms, as fast as LLVM's). Another B's panel is packed to the stack
@@ -440,6 +445,9 @@ class GemmEmitter {
           bv[v] = gather(bk, off, masked ? &live[v] : nullptr);
         }
       }
+      if (prepacked())  // one line of each of the step's nb / 16 lines, far ahead (Note [asmjit GEMM kernels])
+        for (int64_t line = 0; line < nb / 16; ++line)
+          cc.prefetcht0(x86::ptr(bk, int32_t((kPackedPanelPrefetchFloats + line * 16) * 4)));
       for (int64_t i = 0; i < mr; ++i) {
         x86::Vec av = e.broadcast(x86::ptr(a[size_t(i)], koff));
         for (int v = 0; v < 2; ++v) cc.vfmadd231ps(acc[size_t(i * 2 + v)], av, bv[v]);

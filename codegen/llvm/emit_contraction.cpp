@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "codegen/cpu_rules.h"
 #include "codegen/index_math.h"
 #include "codegen/llvm/emit_expr.h"
 #include "codegen/llvm/emit_tile.h"
@@ -113,9 +114,8 @@ namespace {
 using namespace llvm_ir;
 
 constexpr int64_t kScratchBytes = 512 * 1024;
-// How far ahead a micro-kernel prefetches a packed constant panel (Note [Contraction
-// kernels]): 4 KiB, about the bytes consumed while one L3 or DRAM miss is outstanding.
-constexpr int64_t kPrefetchFloats = 1024;
+// How far ahead a micro-kernel prefetches a packed constant panel (codegen/cpu_rules.h).
+constexpr int64_t kPrefetchFloats = kPackedPanelPrefetchFloats;
 // Up to this many rows (m) the prefetch goes 2 * kPrefetchFloats ahead, into L2.
 constexpr int64_t kFarPrefetchRows = 64;
 // Floats per 64-byte cache line (the next-panel prefetch counts lines; BRead::next_lines).
