@@ -3,6 +3,7 @@
 // (codegen/asmjit/emit_expr.h; the math is emit_math.cpp). Layer: codegen/asmjit.
 #include "codegen/asmjit/emit_expr.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -623,6 +624,47 @@ void vector_loop(VecEmitter& e, const x86::Gp& len, const std::function<void(con
   step.live = e.first_lanes(rem);
   body(step);
   cc.bind(done);
+}
+
+// Note [Interleaved copies]
+// asmjit emits instructions in the order the emitters call it; nothing schedules them. A
+// costly body (GELU: a division and two polynomials, ~100 cycles of dependent latency per
+// vector on a Zen 1) emitted once per vector runs near its latency, one chain after the
+// other, since out-of-order execution sees little of the next copy past a long chain.
+// emit_interleaved emits the copies one after another, then relinks the compiler's node
+// list so that their instructions alternate, one from each copy in turn: the chains are
+// independent, so the core overlaps them. Each VecEmitter operation returns a fresh
+// virtual register, so the copies share only what existed before them (hoisted loads,
+// pointers), which none writes; the register allocator then sees the merged order.
+// Copies with anything but plain instructions (labels, jumps, calls: a libm lane loop, a
+// bounce slot) stay in order, as emitted. The callers interleave only copies whose memory
+// is disjoint (different columns of the same accesses), where the merged order reads and
+// writes the same values. The floats are the same either way.
+
+bool emit_interleaved(VecEmitter& e, int copies, const std::function<void(int copy)>& emit) {
+  x86::Compiler& cc = e.cc;
+  asmjit::BaseNode* const before = cc.cursor();
+  std::vector<std::vector<asmjit::BaseNode*>> runs(size_t(std::max(copies, 0)));
+  bool plain = true;
+  for (int k = 0; k < copies; ++k) {
+    asmjit::BaseNode* const start = cc.cursor();
+    emit(k);
+    for (asmjit::BaseNode* n = start; n != cc.cursor();) {
+      n = n->next();
+      runs[size_t(k)].push_back(n);
+      plain = plain && n->type() == asmjit::NodeType::kInst;
+    }
+  }
+  if (!plain || copies < 2) return false;
+  for (const std::vector<asmjit::BaseNode*>& run : runs)
+    for (asmjit::BaseNode* n : run) cc.removeNode(n);
+  size_t longest = 0;
+  for (const std::vector<asmjit::BaseNode*>& run : runs) longest = std::max(longest, run.size());
+  cc.setCursor(before);
+  for (size_t i = 0; i < longest; ++i)
+    for (const std::vector<asmjit::BaseNode*>& run : runs)
+      if (i < run.size()) cc.addNode(run[i]);
+  return true;
 }
 
 std::vector<x86::Gp> load_buffer_bases(VecEmitter& e, const x86::Gp& buffers, const std::vector<bool>& used) {

@@ -204,6 +204,12 @@ void advance(VecEmitter& e, const std::vector<AccessPtr>& access);
 void vector_loop(VecEmitter& e, const x86::Gp& len, const std::function<void(const Step&)>& body,
                  const std::function<void()>& next);
 
+/// Calls emit(0) .. emit(copies - 1), each emitting one copy of some code, then merges the
+/// copies' instructions one from each in turn (Note [Interleaved copies]); returns whether
+/// they were merged (copies with labels, jumps or calls stay in order). The copies must
+/// only share registers set before them and touch disjoint memory.
+bool emit_interleaved(VecEmitter& e, int copies, const std::function<void(int copy)>& emit);
+
 /// Loads buffers[b] of the kernel ABI's first argument for every b in `used` (others stay
 /// unset).
 std::vector<x86::Gp> load_buffer_bases(VecEmitter& e, const x86::Gp& buffers, const std::vector<bool>& used);

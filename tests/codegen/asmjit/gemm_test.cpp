@@ -5,7 +5,9 @@
 // dilation and groups) are in tests/codegen/conformance/contraction_test.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -65,6 +67,46 @@ output z
       test::Checked d = test::check_contractions(*be, g, in);
       REQUIRE(d.compiled.size() == 1);
       CHECK(d.compiled[0]->tasks >= 12);  // 16 chunks asked, as even as 24 or 48 panels allow
+    }
+  }
+
+  TEST_CASE("a full tile's costly epilogue computes its vectors side by side, and edge tiles and libm calls keep order") {
+    // 13 rows (full tiles of 4 or 6 rows and an edge tile), 2 panels and 5 columns (a full
+    // panel and an edge one). GELU's erf has one division per vector: the full tiles'
+    // epilogue merges four copies (two rows, two vectors), so four divisions come within a
+    // few lines; the edge epilogue's loop computes one vector at a time. Sin calls libm lane
+    // by lane (labels and calls), so its copies are never merged; both agree with the
+    // static kernels and the interpreter.
+    for (AsmjitBackend* be0 : test::asmjit_backends_or_skip()) {
+      INFO(be0->target_description());
+      test::TempDir dir("asmjit-epilogue");
+      AsmjitBackend::Options options = be0->options();
+      options.dump_dir = dir.path().string();
+      std::unique_ptr<AsmjitBackend> be = make_asmjit_backend(options);
+      const int64_t n = 4 * be->vector_lanes() + 5;
+      for (const char* act : {"Gelu", "Sin"}) {
+        INFO(act);
+        std::string text = test::matmul_bias_graph(1, 13, 37, n);
+        const size_t out = text.find("output y");
+        REQUIRE(out != std::string::npos);
+        text.replace(out, 8, std::string("z = ") + act + "(y)\noutput z");
+        FusedGraph f = test::fuse_text(text, {});
+        std::map<std::string, Tensor> inputs{{"a", test::randn({1, 13, 37}, 5)}};
+        test::Checked c = test::check_contractions(*be, f, inputs);
+        REQUIRE(c.compiled.size() == 1);
+        if (std::string(act) != "Gelu") continue;
+        std::ifstream s(dir.file(c.compiled[0]->symbol) + ".s");
+        REQUIRE(s.good());
+        std::vector<size_t> divisions;  // line numbers
+        size_t line_no = 0;
+        for (std::string l; std::getline(s, l); ++line_no)
+          if (l.find("vdivps") != std::string::npos) divisions.push_back(line_no);
+        REQUIRE(divisions.size() >= 5);  // four merged copies and the edge loop's
+        size_t closest = std::numeric_limits<size_t>::max();  // lines spanned by four divisions
+        for (size_t i = 0; i + 3 < divisions.size(); ++i) closest = std::min(closest, divisions[i + 3] - divisions[i]);
+        CHECK(closest <= 24);
+        CHECK(divisions.back() - divisions[divisions.size() - 2] > 24);  // the edge loop's one copy
+      }
     }
   }
 
