@@ -2,6 +2,7 @@
 
 #include "codegen/lower.h"
 #include "codegen/symbolic.h"
+#include "ir/passes/group_fusions.h"
 #include "ir/error.h"
 #include "ir/shape_inference.h"
 
@@ -33,10 +34,17 @@ std::shared_ptr<const ReferenceSpecs> SymbolicReferences::reference_for(const Gr
         auto ref = std::make_shared<ReferenceSpecs>();
         const FusedGraph f = fuser_.fuse(g, ref_key.inputs);
         uint64_t bytes = sizeof(ReferenceSpecs);
+        auto add = [&](const FusionGroup& grp) {
+          if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return;
+          std::optional<KernelSpec> spec = lower_group(f, grp, nullptr);
+          if (!spec) return;
+          bytes += spec->key_bytes().size() + grp.nodes.size() * sizeof(NodeId);
+          ref->by_nodes.emplace(grp.nodes, std::move(*spec));
+        };
         for (const FusionGroup& grp : f.groups) {
-          const bool kernel_kind = grp.kind != GroupKind::View && grp.kind != GroupKind::Opaque;
-          ref->specs.push_back(kernel_kind ? lower_group(f, grp, nullptr) : std::nullopt);
-          if (ref->specs.back()) bytes += ref->specs.back()->key_bytes().size();
+          add(grp);
+          if (grp.kind == GroupKind::Attention)
+            for (const FusionGroup& part : split_attention(f.graph, grp)) add(part);
         }
         return SizedValue<ReferenceSpecs>{ref, bytes};
       });
@@ -57,8 +65,8 @@ GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const Refer
   std::optional<KernelSpec> lowered = lower_group(f, grp, nullptr);  // once, for every path below
   if (!lowered) return {};
   GroupKernel k;
-  if (ref.specs.size() == f.groups.size() && ref.specs[group]) {
-    const KernelSpec& other = *ref.specs[group];
+  if (const KernelSpec* found = ref.find(grp)) {
+    const KernelSpec& other = *found;
     if (lowered->same_code(other)) {  // (compared as lowered: both f32)
       KernelSpec spec = *lowered;
       apply_precision(spec, precision, jit);

@@ -14,6 +14,7 @@
 // EngineOptions::specialize is off. The first size ever seen compiles the symbolic kernels.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -25,10 +26,17 @@
 namespace fusor {
 
 /// The exact specs of a graph's groups at a reference size of EngineOptions::symbolic_dim,
-/// by group index (nullopt: a group with no kernel kind), which the plans of other sizes are
-/// symbolized against.
+/// which the plans of other sizes are symbolized against: each group with a kernel kind, and
+/// the parts an attention group splits into where a backend declines it (Note [Declined
+/// attention] in jit/plan.cpp), found by their nodes (a plan that splits a group shifts the
+/// index of every group after it).
 struct ReferenceSpecs {
-  std::vector<std::optional<KernelSpec>> specs;
+  std::map<std::vector<NodeId>, KernelSpec> by_nodes;
+  /// The reference of the group with grp's nodes, or null.
+  const KernelSpec* find(const FusionGroup& grp) const {
+    auto it = by_nodes.find(grp.nodes);
+    return it == by_nodes.end() ? nullptr : &it->second;
+  }
 };
 
 /// The reference specs of one engine, by graph and other dims. Thread-safe.

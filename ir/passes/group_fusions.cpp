@@ -46,6 +46,34 @@ namespace fusor {
 namespace {
 
 bool is_view(OpKind op) { return op_family(op) == OpFamily::View; }
+
+// Fills fg's pattern ("matmul+add+gelu"), inputs (the values its nodes read that none of
+// them produces) and outputs (the values its nodes write that a node outside it reads, or
+// that are graph outputs) from fg.nodes, given which nodes are members.
+void describe_group(const Graph& g, FusionGroup& fg, const std::function<bool(NodeId)>& member,
+                    const std::function<const std::vector<NodeId>&(ValueId)>& consumers,
+                    const std::function<bool(ValueId)>& is_output) {
+  fg.pattern.clear();
+  fg.inputs.clear();
+  fg.outputs.clear();
+  for (NodeId n : fg.nodes) {
+    const Node& nd = g.node(n);
+    std::string op(op_name(nd.op));
+    std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    fg.pattern += (fg.pattern.empty() ? "" : "+") + op;
+    for (ValueId in : nd.inputs) {
+      if (in == kNoValue) continue;
+      const Value& v = g.value(in);
+      const bool inside = v.kind == ValueKind::NodeOutput && member(v.producer);
+      if (!inside && std::find(fg.inputs.begin(), fg.inputs.end(), in) == fg.inputs.end()) fg.inputs.push_back(in);
+    }
+    for (ValueId o : nd.outputs) {
+      bool outside = is_output(o);
+      for (NodeId u : consumers(o)) outside |= !member(u);
+      if (outside) fg.outputs.push_back(o);
+    }
+  }
+}
 bool is_contraction(OpKind op) { return op_family(op) == OpFamily::Contraction; }
 bool is_pointwise(OpKind op) { return op_family(op) == OpFamily::Pointwise; }
 
@@ -429,22 +457,10 @@ std::vector<FusionGroup> Grouper::run(bool fuse) {
     fg.anchor = anchors_[grp];
     fg.nodes = members_[grp];
     std::sort(fg.nodes.begin(), fg.nodes.end());
-    for (NodeId n : fg.nodes) {
-      std::string op(op_name(node(n).op));
-      std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-      fg.pattern += (fg.pattern.empty() ? "" : "+") + op;
-      for (ValueId in : node(n).inputs) {
-        if (in == kNoValue) continue;
-        const Node* p = ctx_.producer(in);
-        bool inside = p && group_of_[size_t(id(p))] == int(grp);
-        if (!inside && std::find(fg.inputs.begin(), fg.inputs.end(), in) == fg.inputs.end()) fg.inputs.push_back(in);
-      }
-      for (ValueId o : node(n).outputs) {
-        bool outside = ctx_.is_output(o);
-        for (NodeId u : ctx_.consumers(o)) outside |= group_of_[size_t(u)] != int(grp);
-        if (outside) fg.outputs.push_back(o);
-      }
-    }
+    describe_group(
+        g_, fg, [&](NodeId n) { return group_of_[size_t(n)] == int(grp); },
+        [&](ValueId v) -> const std::vector<NodeId>& { return ctx_.consumers(v); },
+        [&](ValueId v) { return ctx_.is_output(v); });
     index[grp] = int(groups.size());
     groups.push_back(std::move(fg));
   }
@@ -503,6 +519,41 @@ GroupKind op_group_kind(OpKind op) {
     case OpKind::ReduceMax: return GroupKind::Reduction;
     default: return GroupKind::Opaque;
   }
+}
+
+std::vector<FusionGroup> split_attention(const Graph& g, const FusionGroup& attention) {
+  FUSOR_ASSERT(attention.kind == GroupKind::Attention, "split_attention takes an attention group");
+  // The group in node order (as lower_attention reads it): side-input ops, the QK MatMul,
+  // the score ops, the Softmax, the PV MatMul, the epilogue and output transpose.
+  const std::vector<NodeId>& n = attention.nodes;
+  size_t qi = 0;
+  while (g.node(n[qi]).op != OpKind::MatMul) ++qi;
+  size_t si = qi + 1;
+  while (g.node(n[si]).op != OpKind::Softmax) ++si;
+  FUSOR_ASSERT(si + 1 < n.size() && g.node(n[si + 1]).op == OpKind::MatMul, "attention ends in the PV MatMul");
+  std::vector<FusionGroup> parts(3);
+  parts[0].kind = GroupKind::Contraction;  // the anchor first (lower_contraction), then the score ops
+  parts[0].nodes.push_back(n[qi]);
+  parts[0].nodes.insert(parts[0].nodes.end(), n.begin(), n.begin() + std::ptrdiff_t(qi));
+  parts[0].nodes.insert(parts[0].nodes.end(), n.begin() + std::ptrdiff_t(qi + 1), n.begin() + std::ptrdiff_t(si));
+  parts[1].kind = GroupKind::Reduction;
+  parts[1].nodes = {n[si]};
+  parts[2].kind = GroupKind::Contraction;
+  parts[2].nodes.assign(n.begin() + std::ptrdiff_t(si + 1), n.end());
+  std::vector<std::vector<NodeId>> consumers(g.values().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (ValueId in : g.nodes()[i].inputs)
+      if (in != kNoValue) consumers[size_t(in)].push_back(NodeId(i));
+  std::vector<char> is_output(g.values().size(), 0);
+  for (ValueId o : g.outputs()) is_output[size_t(o)] = 1;
+  for (FusionGroup& part : parts) {
+    part.anchor = part.nodes[0];
+    describe_group(
+        g, part, [&](NodeId x) { return std::find(part.nodes.begin(), part.nodes.end(), x) != part.nodes.end(); },
+        [&](ValueId v) -> const std::vector<NodeId>& { return consumers[size_t(v)]; },
+        [&](ValueId v) { return is_output[size_t(v)] != 0; });
+  }
+  return parts;
 }
 
 std::vector<FusionGroup> group_fusions(const Graph& g, const FusionOptions& options, FusionLog* log) {

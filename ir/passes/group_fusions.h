@@ -38,6 +38,13 @@ struct FusionGroup {
 /// node is its own group (the unfused baseline). Declined fusions go to the log.
 std::vector<FusionGroup> group_fusions(const Graph& g, const FusionOptions& options, FusionLog* log);
 
+/// The groups an attention group of g becomes where no kernel computes it whole (a backend
+/// declines it): a contraction (the QK MatMul, the score ops and their side-input ops as its
+/// epilogue), the Softmax's row reduction, and a contraction (the PV MatMul with the group's
+/// epilogue and output transpose), in execution order with their inputs and outputs; the
+/// scores and the probabilities become intermediates.
+std::vector<FusionGroup> split_attention(const Graph& g, const FusionGroup& attention);
+
 /// The group kind a single op has on its own.
 GroupKind op_group_kind(OpKind op);
 

@@ -7,8 +7,11 @@
 
 #include <cmath>
 
+#include "codegen/lower.h"
 #include "ir/text_format.h"
 #include "jit/execute.h"
+#include "jit/executor.h"
+#include "jit/kernel_source.h"
 #include "jit/plan.h"
 #include "jit/thread_pool.h"
 #include "tests/support/test_util.h"
@@ -64,6 +67,87 @@ TEST_SUITE("jit/plan") {
     CHECK(plan->is_output[size_t(e)]);
     CHECK(plan->uses[size_t(a)] == 1);  // read by the reshape only
     CHECK(plan->bytes >= uint64_t(plan->arena_bytes));
+  }
+
+  TEST_CASE("an attention group the backend declines runs as its parts on that backend (Note [Declined attention])") {
+    std::unique_ptr<JitBackend> asmjit;
+    try {
+      asmjit = make_jit_backend(BackendKind::Asmjit);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::DeviceUnavailable && e.code() != ErrorCode::Unsupported) throw;
+      MESSAGE("skipped: " << e.what());
+      return;
+    }
+    // Q, K and V are slices of one projection (views the products read through strides),
+    // 13 keys and values of 7: edge tiles everywhere.
+    const char* text = R"(graph g
+input x: f32[1, 13, 21]
+input mask: f32[1, 1, 1, 13]
+const rs: i64[4] = [1, 13, 3, 7]
+const scale: f32[] = [0.37]
+const i0: i64[1] = [0]
+const i1: i64[1] = [1]
+const i2: i64[1] = [2]
+const i3: i64[1] = [3]
+x4 = Reshape(x, rs)
+h = Transpose(x4) {perm=[0, 2, 1, 3]}
+q = Slice(h, i0, i1, i1)
+k = Slice(h, i1, i2, i1)
+v = Slice(h, i2, i3, i1)
+kt = Transpose(k) {perm=[0, 1, 3, 2]}
+s = MatMul(q, kt)
+m = Mul(s, scale)
+a = Add(m, mask)
+p = Softmax(a) {axis=-1}
+c = MatMul(p, v)
+y = Transpose(c) {perm=[0, 2, 1, 3]}
+output y
+)";
+    EngineOptions options;
+    ThreadPool pool{2};
+    SharedConstants constants{0};
+    Fuser fuser{options, pool, constants};
+    HostKernelSource kernels({0, nullptr, nullptr});
+    const Graph g = parse_graph(text);
+    const std::vector<TensorType> types{TensorType{DType::F32, Shape{1, 13, 21}}, TensorType{DType::F32, Shape{1, 1, 1, 13}}};
+    const FusedGraph fused = fuser.fuse(g, types);  // one attention group, which asmjit declines
+    int attention = 0;
+    for (const FusionGroup& grp : fused.groups) {
+      if (grp.kind != GroupKind::Attention) continue;
+      ++attention;
+      std::optional<KernelSpec> spec = lower_group(fused, grp, nullptr);
+      REQUIRE(spec);
+      CHECK_FALSE(asmjit->supports(*spec, nullptr));
+    }
+    REQUIRE(attention == 1);
+    std::shared_ptr<Plan> plan = build_plan(g, types, fuser, constants, [&](const FusedGraph& f, size_t i) {
+      return exact_kernel(*asmjit, kernels, f, i, Precision::Fp32);
+    });
+    std::string labels;
+    for (const Step& st : plan->steps) labels += st.label + "; ";
+    INFO(labels);
+    int kernel_steps = 0;
+    for (const Step& st : plan->steps) {
+      CHECK(st.label.rfind("static", 0) != 0);  // no op on the static kernels
+      if (!st.kernel) continue;
+      ++kernel_steps;
+      REQUIRE(st.group >= 0);
+      CHECK(plan->fused.groups[size_t(st.group)].kind != GroupKind::Attention);
+    }
+    CHECK(kernel_steps == 3);  // Q·Kᵀ with scale and mask, softmax, P·V with the heads' merge
+    bool noted = false;
+    for (const PassNote& n : plan->fused.log.applied) noted |= n.pass == "plan" && n.message.find("attention") == 0;
+    CHECK(noted);
+
+    std::shared_ptr<Plan> reference = build_plan(g, types, fuser, constants, nullptr);  // static kernels
+    const Tensor x = test::randn(Shape{1, 13, 21}, 3), mask = test::randn(Shape{1, 1, 1, 13}, 4);
+    ArenaPool arenas;
+    TensorMap got, want;
+    execute_plan(*plan, {&x, &mask}, got, pool, arenas, nullptr);
+    execute_plan(*reference, {&x, &mask}, want, pool, arenas, nullptr);
+    REQUIRE(got.at("y").shape() == Shape{1, 13, 1, 7});
+    for (int64_t i = 0; i < got.at("y").numel(); ++i)
+      CHECK(got.at("y").data<float>()[i] == doctest::Approx(want.at("y").data<float>()[i]).epsilon(1e-5).scale(1e-5));
   }
 
   TEST_CASE("execute_plan runs a plan on its inputs and writes supplied outputs in place") {

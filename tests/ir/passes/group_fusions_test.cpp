@@ -248,6 +248,49 @@ output )" + outputs + "\n";
                        std::string("attention matmul+softmax+matmul: s p c\nview transpose: t\nview reshape: r\n"));
   }
 
+  TEST_CASE("an attention group splits into its products and its softmax, each with its inputs and outputs") {
+    // A mask made for the scores alone (Where) joins the first product's epilogue; the heads'
+    // merge joins the second's.
+    const char* text = R"(
+graph g
+input q: f32[1, 2, T, 4]
+input k: f32[1, 2, 4, T]
+input v: f32[1, 2, T, 4]
+input keep: bool[1, 1, 1, T]
+const scale: f32[] = [0.5]
+const zero: f32[] = [0]
+const ninf: f32[] = [-1e9]
+madd = Where(keep, zero, ninf)
+s = MatMul(q, k)
+m = Mul(s, scale)
+a = Add(m, madd)
+p = Softmax(a) {axis=-1}
+c = MatMul(p, v)
+t = Transpose(c) {perm=[0, 2, 1, 3]}
+output t
+)";
+    FusedGraph f;
+    const std::string whole = groups_of(text, {{"T", 5}}, &f);
+    FUSOR_CHECK_GOLDEN(text, whole, std::string("attention where+matmul+mul+add+softmax+matmul+transpose: madd s m a p c t\n"));
+    REQUIRE(f.groups.size() == 1);
+    const std::vector<FusionGroup> parts = split_attention(f.graph, f.groups[0]);
+    std::string got;
+    auto names = [&](const std::vector<ValueId>& vs) {
+      std::string out;
+      for (ValueId v : vs) out += (out.empty() ? "" : ",") + f.graph.value(v).name;
+      return out;
+    };
+    for (const FusionGroup& g : parts) {
+      got += std::string(group_kind_name(g.kind)) + " " + g.pattern + " anchor " +
+             f.graph.value(f.graph.node(g.anchor).outputs[0]).name + " in " + names(g.inputs) + " out " +
+             names(g.outputs) + "\n";
+    }
+    FUSOR_CHECK_GOLDEN(text, got,
+                       std::string("contraction matmul+where+mul+add anchor s in q,k,keep,zero,ninf,scale out a\n"
+                                   "reduction softmax anchor p in a out p\n"
+                                   "contraction matmul+transpose anchor c in p,v out t\n"));
+  }
+
   TEST_CASE("attention is not formed when the probabilities are also an output") {
     const char* text = R"(
 graph g
