@@ -230,6 +230,47 @@ output c
     }
   }
 
+  TEST_CASE("a residual the epilogue reads is prefetched for each tile before its k steps") {
+    // Note [Epilogue prefetch]: a 1x1 conv + BN + residual + ReLU; each tile fetches its rows
+    // of the residual (every 16 floats of its columns and the last). The same conv adding its
+    // own result instead reads nothing per element: no such prefetch.
+    auto graph = [](const char* other) {
+      return std::string(R"(graph g
+input x: f32[1, 16, 9, 11]
+input r: f32[1, 40, 9, 11]
+const w: f32[40, 16, 1, 1] = randn(seed=1, std=0.25)
+const bias: f32[40] = randn(seed=2, std=0.1)
+c = Conv(x, w, bias)
+a = Add(c, )") + other + ")\ny = Relu(a)\noutput y\n";
+    };
+    auto prefetches = [](const std::string& ir) {
+      size_t n = 0;
+      for (size_t at = ir.find("call void @llvm.prefetch.p0("); at != std::string::npos;
+           at = ir.find("call void @llvm.prefetch.p0(", at + 1))
+        ++n;
+      return n;
+    };
+    for (int64_t vl : {8, 16}) {
+      CAPTURE(vl);
+      FusedGraph with = test::fuse_text(graph("r"), {}), without = test::fuse_text(graph("c"), {});
+      std::optional<KernelSpec> s1 = lower_group(with, with.groups[0], nullptr);
+      std::optional<KernelSpec> s2 = lower_group(without, without.groups[0], nullptr);
+      REQUIRE(s1);
+      REQUIRE(s2);
+      const ContractionTiling t1 = contraction_tiling(*s1, vl), t2 = contraction_tiling(*s2, vl);
+      REQUIRE(t1.mr == t2.mr);
+      REQUIRE(t1.nv == t2.nv);
+      const int64_t nr = t1.nv * vl;
+      CHECK(prefetches(emit_contraction_ir(*s1, "k", t1)) - prefetches(emit_contraction_ir(*s2, "k", t2)) ==
+            size_t(t1.mr * ((nr + 30) / 16)));
+    }
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    if (!be) return;
+    FusedGraph f = test::fuse_text(graph("r"), {});
+    Checked c = check_contractions(*be, f, {{"x", test::randn({1, 16, 9, 11}, 3)}, {"r", test::randn({1, 40, 9, 11}, 4)}});
+    CHECK(c.kernels == 1);
+  }
+
   TEST_CASE("a tile leaves registers for a step's B vectors and a broadcast") {
     // tile_fits: AVX2's 3 x 4 (12 accumulators + 4 + 1 = 17 of 16 registers) spilled an
     // accumulator on every k step; 4 x 3 (16) and 6 x 2 (15) fit. AVX-512's 24 accumulators
