@@ -14,6 +14,7 @@
 #include "jit/kernel_source.h"
 #include "jit/plan.h"
 #include "jit/thread_pool.h"
+#include "tests/support/planner.h"
 #include "tests/support/test_util.h"
 
 using namespace fusor;
@@ -25,16 +26,8 @@ const char* const kText =
     "graph g\ninput x: f32[4, 6]\nconst flat: i64[1] = [24]\n"
     "a = Relu(x)\nr = Reshape(a, flat)\ne = Exp(r)\nn = Neg(x)\noutput e\n";
 
-struct Planner {
-  EngineOptions options = [] {
-    EngineOptions o;
-    o.fuse = false;  // one node per group: one static step per node
-    return o;
-  }();
-  ThreadPool pool{1};
-  SharedConstants constants{0};
-  Fuser fuser{options, pool, constants};
-};
+// One node per group: one static step per node.
+test::Planner unfused() { return test::Planner(EngineOptions{.fuse = false}, 1); }
 
 ValueId value(const Plan& p, const char* name) {
   ValueId v = p.fused.graph.find_value(name);
@@ -46,7 +39,7 @@ ValueId value(const Plan& p, const char* name) {
 
 TEST_SUITE("jit/plan") {
   TEST_CASE("a static plan: a step per node, reshapes alias, only intermediates in the arena") {
-    Planner m;
+    test::Planner m = unfused();
     const Graph g = parse_graph(kText);
     std::shared_ptr<Plan> plan = build_plan(g, {TensorType{DType::F32, Shape{4, 6}}}, m.fuser, m.constants, nullptr);
     std::string labels;
@@ -103,14 +96,10 @@ c = MatMul(p, v)
 y = Transpose(c) {perm=[0, 2, 1, 3]}
 output y
 )";
-    EngineOptions options;
-    ThreadPool pool{2};
-    SharedConstants constants{0};
-    Fuser fuser{options, pool, constants};
-    HostKernelSource kernels({0, nullptr, nullptr});
+    test::Planner m;
     const Graph g = parse_graph(text);
     const std::vector<TensorType> types{TensorType{DType::F32, Shape{1, 13, 21}}, TensorType{DType::F32, Shape{1, 1, 1, 13}}};
-    const FusedGraph fused = fuser.fuse(g, types);  // one attention group, which asmjit declines
+    const FusedGraph fused = m.fuser.fuse(g, types);  // one attention group, which asmjit declines
     int attention = 0;
     for (const FusionGroup& grp : fused.groups) {
       if (grp.kind != GroupKind::Attention) continue;
@@ -120,8 +109,8 @@ output y
       CHECK_FALSE(asmjit->supports(*spec, nullptr));
     }
     REQUIRE(attention == 1);
-    std::shared_ptr<Plan> plan = build_plan(g, types, fuser, constants, [&](const FusedGraph& f, size_t i) {
-      return exact_kernel(*asmjit, kernels, f, i, Precision::Fp32);
+    std::shared_ptr<Plan> plan = build_plan(g, types, m.fuser, m.constants, [&](const FusedGraph& f, size_t i) {
+      return exact_kernel(*asmjit, m.kernels, f, i, Precision::Fp32);
     });
     std::string labels;
     for (const Step& st : plan->steps) labels += st.label + "; ";
@@ -139,19 +128,19 @@ output y
     for (const PassNote& n : plan->fused.log.applied) noted |= n.pass == "plan" && n.message.find("attention") == 0;
     CHECK(noted);
 
-    std::shared_ptr<Plan> reference = build_plan(g, types, fuser, constants, nullptr);  // static kernels
+    std::shared_ptr<Plan> reference = build_plan(g, types, m.fuser, m.constants, nullptr);  // static kernels
     const Tensor x = test::randn(Shape{1, 13, 21}, 3), mask = test::randn(Shape{1, 1, 1, 13}, 4);
     ArenaPool arenas;
     TensorMap got, want;
-    execute_plan(*plan, {&x, &mask}, got, pool, arenas, nullptr);
-    execute_plan(*reference, {&x, &mask}, want, pool, arenas, nullptr);
+    execute_plan(*plan, {&x, &mask}, got, m.pool, arenas, nullptr);
+    execute_plan(*reference, {&x, &mask}, want, m.pool, arenas, nullptr);
     REQUIRE(got.at("y").shape() == Shape{1, 13, 1, 7});
     for (int64_t i = 0; i < got.at("y").numel(); ++i)
       CHECK(got.at("y").data<float>()[i] == doctest::Approx(want.at("y").data<float>()[i]).epsilon(1e-5).scale(1e-5));
   }
 
   TEST_CASE("execute_plan runs a plan on its inputs and writes supplied outputs in place") {
-    Planner m;
+    test::Planner m = unfused();
     const Graph g = parse_graph(kText);
     std::shared_ptr<Plan> plan = build_plan(g, {TensorType{DType::F32, Shape{4, 6}}}, m.fuser, m.constants, nullptr);
     const Tensor x = test::randn(Shape{4, 6}, 11);

@@ -10,6 +10,7 @@
 #include "jit/plan.h"
 #include "jit/thread_pool.h"
 #include "jit/tiering.h"
+#include "tests/support/planner.h"
 #include "tests/support/test_util.h"
 
 using namespace fusor;
@@ -60,21 +61,17 @@ TEST_SUITE("jit/tiering") {
   TEST_CASE("a kept first-tier kernel runs with its own task count") {
     std::unique_ptr<JitBackend> asmjit = backend_or_null(BackendKind::Asmjit), llvm = backend_or_null(BackendKind::Llvm);
     if (!asmjit || !llvm) return;
-    EngineOptions options;
-    ThreadPool pool{2};
-    SharedConstants constants{0};
-    Fuser fuser{options, pool, constants};
-    HostKernelSource kernels({0, nullptr, nullptr});
+    test::Planner m;
     const Graph g = parse_graph(kText);
     const std::vector<TensorType> types{TensorType{DType::F32, Shape{1, 8, 29, 31}},
                                         TensorType{DType::F32, Shape{1, 32, 1, 39}}, TensorType{DType::F32, Shape{3, 64}}};
     auto on = [&](JitBackend& be) {
-      return build_plan(g, types, fuser, constants, [&](const FusedGraph& f, size_t i) {
-        return exact_kernel(be, kernels, f, i, Precision::Fp32);
+      return build_plan(g, types, m.fuser, m.constants, [&](const FusedGraph& f, size_t i) {
+        return exact_kernel(be, m.kernels, f, i, Precision::Fp32);
       });
     };
     std::shared_ptr<Plan> first = on(*asmjit), final = on(*llvm);
-    std::shared_ptr<Plan> reference = build_plan(g, types, fuser, constants, nullptr);  // static kernels
+    std::shared_ptr<Plan> reference = build_plan(g, types, m.fuser, m.constants, nullptr);  // static kernels
     int kernels_steps = 0, other_tasks = 0;
     for (const Step& st : final->steps) {
       if (!st.kernel) continue;
@@ -100,8 +97,8 @@ TEST_SUITE("jit/tiering") {
                  sv = test::randn(Shape{3, 64}, 9);
     ArenaPool arenas;
     TensorMap got, want;
-    execute_plan(*final, {&x, &a, &sv}, got, pool, arenas, nullptr);
-    execute_plan(*reference, {&x, &a, &sv}, want, pool, arenas, nullptr);
+    execute_plan(*final, {&x, &a, &sv}, got, m.pool, arenas, nullptr);
+    execute_plan(*reference, {&x, &a, &sv}, want, m.pool, arenas, nullptr);
     for (const char* out : {"y", "c1", "y2", "t", "sm"}) {
       INFO(out);
       FUSOR_CHECK_CLOSE(got.at(out), want.at(out), 1e-4, 1e-5);
