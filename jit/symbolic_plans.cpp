@@ -2,8 +2,8 @@
 
 #include "codegen/lower.h"
 #include "codegen/symbolic.h"
-#include "ir/passes/group_fusions.h"
 #include "ir/error.h"
+#include "ir/passes/group_fusions.h"
 #include "ir/shape_inference.h"
 
 namespace fusor {

@@ -11,42 +11,40 @@
 namespace fusor::asmjit_emit {
 
 // Note [asmjit GEMM kernels]
-// out[b..., m, n] = epilogue(Σ_k A[b..., m, k] · B[b..., k, n]). A task is one batch, a
-// chunk of B's panels and kGemmTaskRows rows of M (gemm_tasks: rows fastest, the panels
-// split until there are 16 tasks, so a short product still spreads over the cores). Inside
-// a task, the columns are walked in panels of NB = 2 vectors (32 floats with AVX-512, 16
-// with AVX2) and each panel's rows in tiles of MR rows (6 with AVX-512's 32 registers, 4
-// with AVX2's 16). A tile's MR x 2 accumulators live in vector registers; each k step loads
-// B[k, panel] (two vectors), broadcasts A[row, k] for each row, and issues MR x 2 FMAs. A
-// constant B (weights) is packed once per plan by the runtime, [batch][panel][k][NB]
-// (codegen/packing.h, PackKind::Panels of width NB; CompiledKernel::prepacks), and read
-// with unmasked vector loads, each k step prefetching the panel kPackedPanelPrefetchFloats
-// ahead (codegen/cpu_rules.h; past a panel's end that is the next panel's start): the
-// weights of a BERT layer come from L3 or memory, and the hardware prefetchers alone kept
-// too few misses in flight (the layer on a 2-vCPU Zen 1, one thread, two interleaved rounds
-// of `fusor run --repeat 20`: seq 16 9.3-9.8 -> 7.8-8.0 ms, seq 128 54.7-55.7 -> 53.3-53.8,
-// seq 384 182.6-186.2 -> 179.0-180.8). Before, every task packed each of its panels to the stack, so
-// a product of 128 rows packed its weights twice per call, 384 rows six times: the BERT
-// layer at seq 128 on asmjit took 15.7 ms (one thread, Zen 5; FF2 5.6 ms), 10.5-11.2 ms
-// packed once (FF2 3.0 ms, as fast as LLVM's). Another B's panel is packed to the stack
-// as k rows of NB contiguous floats (masked loads, or gathers when B's columns are strided
-// as in Q·Kᵀ) when it fits in kPackBytes, shared by the task's ceil(64 / MR) tiles. Larger
-// panels are read in place (contiguous loads, gathers for strided columns; a panel narrower
-// than NB takes a second, masked copy of the k loop). A is read in place through one
-// pointer per row plus a shared k offset, so any strides (transposes) cost nothing. Edge
-// tiles: rows past the task's end read row 0 of the tile again (valid memory, never
-// stored); dead columns of a packed edge panel are computed and never stored. A full tile
-// with a cheap epilogue (bias, scale, residual,
-// ReLU: register_epilogue) then applies it to the accumulator registers and stores each
-// vector once, as oneDNN's post-op injectors do. Edge tiles and costly epilogues (GELU's
-// ~60 instructions would be copied MR x 2 times) go through a stack tile (L1) to an
-// epilogue that runs row by row as a pointwise vector loop with Acc = the tile element: one
-// body serves every tile shape. A full tile's costly epilogue instead runs two rows a step,
-// their four vectors' copies of the body merged instruction by instruction (Note
-// [Interleaved copies] in emit_expr.cpp): one GELU after another ran near its latency
-// (MatMul + bias + GELU 128 x 768 x 3072 on a Zen 1, one thread, `fusor run --repeat 40`
-// medians: GELU cost 1.2-1.5 ms over the bias alone in two rounds, 0.55-1.1 merged in four). Either way each output
-// element is stored once, after the epilogue was applied.
+// out[b..., m, n] = epilogue(Σ_k A[b..., m, k] · B[b..., k, n]). A task is one batch, a chunk
+// of B's panels and kGemmTaskRows rows of M (gemm_tasks: rows fastest, the panels split until
+// there are 16 tasks, so a short product still spreads over the cores). Inside a task, the
+// columns are walked in panels of NB = 2 vectors (32 floats with AVX-512, 16 with AVX2) and
+// each panel's rows in tiles of MR rows (6 with AVX-512's 32 registers, 4 with AVX2's 16). A
+// tile's MR x 2 accumulators live in vector registers; each k step loads B[k, panel] (two
+// vectors), broadcasts A[row, k] for each row, and issues MR x 2 FMAs. A constant B (weights)
+// is packed once per plan by the runtime, [batch][panel][k][NB] (codegen/packing.h,
+// PackKind::Panels of width NB; CompiledKernel::prepacks), and read with unmasked vector loads,
+// each k step prefetching the panel kPackedPanelPrefetchFloats ahead (codegen/cpu_rules.h; past
+// a panel's end that is the next panel's start): the weights of a BERT layer come from L3 or
+// memory, and the hardware prefetchers alone kept too few misses in flight (the layer on a
+// 2-vCPU Zen 1, one thread, two interleaved rounds of `fusor run --repeat 20`: seq 16 9.3-9.8
+// -> 7.8-8.0 ms, seq 128 54.7-55.7 -> 53.3-53.8, seq 384 182.6-186.2 -> 179.0-180.8). Before,
+// every task packed each of its panels to the stack, so a product of 128 rows packed its
+// weights twice per call, 384 rows six times: the BERT layer at seq 128 on asmjit took 15.7 ms
+// (one thread, Zen 5; FF2 5.6 ms), 10.5-11.2 ms packed once (FF2 3.0 ms, as fast as LLVM's).
+// Another B's panel is packed to the stack as k rows of NB contiguous floats (masked loads, or
+// gathers when B's columns are strided as in Q·Kᵀ) when it fits in kPackBytes, shared by the
+// task's ceil(64 / MR) tiles. Larger panels are read in place (contiguous loads, gathers for
+// strided columns; a panel narrower than NB takes a second, masked copy of the k loop). A is
+// read in place through one pointer per row plus a shared k offset, so any strides (transposes)
+// cost nothing. Edge tiles: rows past the task's end read row 0 of the tile again (valid
+// memory, never stored); dead columns of a packed edge panel are computed and never stored. A
+// full tile with a cheap epilogue (bias, scale, residual, ReLU: register_epilogue) then applies
+// it to the accumulator registers and stores each vector once, as oneDNN's post-op injectors
+// do. Edge tiles and costly epilogues (GELU's ~60 instructions would be copied MR x 2 times) go
+// through a stack tile (L1) to an epilogue that runs row by row as a pointwise vector loop with
+// Acc = the tile element: one body serves every tile shape. A full tile's costly epilogue
+// instead runs two rows a step, their four vectors' copies of the body merged instruction by
+// instruction (Note [Interleaved copies] in emit_expr.cpp): one GELU after another ran near its
+// latency (MatMul + bias + GELU 128 x 768 x 3072 on a Zen 1, one thread, `fusor run --repeat
+// 40` medians: GELU cost 1.2-1.5 ms over the bias alone in two rounds, 0.55-1.1 merged in
+// four). Either way each output element is stored once, after the epilogue was applied.
 //
 // A Conv2d is the same product per (image, group), its tasks a chunk of its pixel panels
 // each (a single image was one task, on one core): rows are the group's output

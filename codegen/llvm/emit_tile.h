@@ -79,8 +79,9 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& g, cons
                                int64_t nr, int64_t sink_row_stride, int64_t interleave = 1, int loop_id = 0);
 
 /// The tile for `rows` rows whose B splits into panels(nr) panels: the least work wasted on
-/// edge tiles plus a per-step overhead, among the tiles tile_fits allows. With fixed_nv > 0 only tiles of that many vectors per row
-/// are considered (the panel width is given: a constant B packed for every shape).
+/// edge tiles plus a per-step overhead, among the tiles tile_fits allows. With fixed_nv > 0
+/// only tiles of that many vectors per row are considered (the panel width is given: a
+/// constant B packed for every shape).
 void choose_tile(int64_t vector_floats, int64_t rows, const std::function<int64_t(int64_t nr)>& panels, TileShape* t,
                  int64_t fixed_nv = 0);
 /// Whether an MR x NV tile fits the registers choose_tile allows (MR*NV <= 24 with AVX-512,
