@@ -91,6 +91,13 @@ class JitBackend {
   /// Whether it compiles contractions marked ContractionSpec::bf16 on this CPU (Note [bf16
   /// contractions], codegen/precision.h).
   virtual bool computes_bf16() const { return false; }
+  /// Whether it computes the bf16 GEMM forms on AMX tiles (Note [AMX contractions],
+  /// codegen/llvm/emit_amx.cpp).
+  virtual bool computes_amx() const { return false; }
+  /// Whether computing `spec` (marked bf16) in bf16 pays on this CPU: on one with AMX, the
+  /// forms its tiles do not take stay f32 where vdpbf16ps runs slower than f32 FMAs (Note
+  /// [bf16 contractions], codegen/precision.h). apply_precision takes the mark back if not.
+  virtual bool bf16_pays(const KernelSpec&) const { return true; }
   /// Whether load() can link a kernel from its stored CompiledKernel::object.
   virtual bool can_load() const { return false; }
   /// The kernel of `spec` from `object` (an equal spec's CompiledKernel::object, made by

@@ -10,6 +10,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #define FUSOR_X86 1
 #endif
 
@@ -34,18 +36,49 @@ std::string HostBf16::str() const {
   std::string s;
   if (avx512_bf16) s += "avx512_bf16";
   if (amx_bf16) s += s.empty() ? "amx_bf16" : " amx_bf16";
-  return s.empty() ? "none" : s;
+  if (s.empty()) s = "none";
+  if (!amx_unusable.empty()) s += " (" + amx_unusable + ")";
+  return s;
 }
 
-HostBf16 host_bf16() {
-  HostBf16 h;
+namespace {
+
 #ifdef FUSOR_X86
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__builtin_cpu_supports("avx512f")) return h;  // (also checks that the OS saves zmm state)
-  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) h.avx512_bf16 = (a >> 5) & 1u;
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) h.amx_bf16 = ((d >> 22) & 1u) && ((d >> 24) & 1u);
+// Asks Linux for the AMX tile data state (XTILEDATA, XSAVE component 18), which a process must
+// hold before its first tile instruction (else SIGILL); granted per process, once. Empty when
+// granted, else why not.
+std::string request_amx_permission() {
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if (((lo >> 17) & 3u) != 3u) return "AMX present but the OS does not enable its tile state (XCR0)";
+#ifdef SYS_arch_prctl
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0)
+    return "AMX present but the kernel refused the tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM)";
+  return "";
+#else
+  return "AMX present but this system has no arch_prctl to ask for its tile data";
 #endif
-  return h;
+}
+#endif
+
+}  // namespace
+
+HostBf16 host_bf16() {
+  static const HostBf16 host = [] {
+    HostBf16 h;
+#ifdef FUSOR_X86
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__builtin_cpu_supports("avx512f")) return h;  // (also checks that the OS saves zmm state)
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) h.avx512_bf16 = (a >> 5) & 1u;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && ((d >> 22) & 1u) && ((d >> 24) & 1u)) {
+      h.amx_unusable = request_amx_permission();
+      h.amx_bf16 = h.amx_unusable.empty();
+    }
+#endif
+    return h;
+  }();
+  return host;
 }
 
 namespace {
@@ -129,7 +162,8 @@ double measured_bf16_speedup() {
 }
 
 bool wants_bf16(Precision p) {
-  return p == Precision::Bf16 || (p == Precision::Auto && measured_bf16_speedup() >= kBf16AutoSpeedup);
+  return p == Precision::Bf16 ||
+         (p == Precision::Auto && (host_bf16().amx_bf16 || measured_bf16_speedup() >= kBf16AutoSpeedup));
 }
 
 bool bf16_applies(const KernelSpec& spec, std::string* why) {

@@ -45,7 +45,10 @@
 // probability by e^δ, with δ about 2⁻⁸·√(Σ (qᵢkᵢ)²)·scale; on the BERT layer the fused
 // attention's error is 0.0038 of its scale (T=37, tests/jit/precision_test.cpp), inside the
 // same per-kernel bound.
-// AMX (tdpbf16ps) is not emitted yet: a CPU with AMX runs the AVX512-BF16 path.
+// On a CPU with AMX the GEMM forms whose k fills whole AMX steps run on its tiles instead
+// (Note [AMX contractions], codegen/llvm/emit_amx.cpp), and the other forms take bf16 only
+// where vdpbf16ps runs at least at the f32 FMA rate (JitBackend::bf16_pays): on the 2-vCPU
+// Xeon (model 207) it measured 0.5x, so there attention and the convolutions stay f32.
 //
 // Auto takes bf16 only where it pays: vdpbf16ps does twice the multiply-adds of an f32 FMA
 // per instruction, but cores issue it at different rates (Zen 4: one per cycle, as its
@@ -81,10 +84,15 @@ const char* precision_name(Precision p);
 /// The bf16 instruction sets of the host CPU (cpuid, and the OS's saved vector state).
 struct HostBf16 {
   bool avx512_bf16 = false;  ///< vdpbf16ps, vcvtne2ps2bf16 (AVX512-BF16 with AVX512F)
-  bool amx_bf16 = false;     ///< tdpbf16ps (AMX-BF16 and AMX-TILE)
-  /// "avx512_bf16 amx_bf16", the ones present ("none" when neither is).
+  /// tdpbf16ps (AMX-BF16 and AMX-TILE), with the tile state enabled by the OS and this
+  /// process granted it (Note [AMX contractions], codegen/llvm/emit_amx.cpp)
+  bool amx_bf16 = false;
+  /// Why a CPU with AMX cannot use it here (empty when it can, or has none).
+  std::string amx_unusable;
+  /// "avx512_bf16 amx_bf16", the ones usable ("none" when neither is), and why AMX is not.
   std::string str() const;
 };
+/// The host's, read once per process; the first call asks the OS for AMX's tile state.
 HostBf16 host_bf16();
 
 /// The rate of vdpbf16ps multiply-adds over f32 FMA ones on this core (Note [bf16
@@ -92,8 +100,8 @@ HostBf16 host_bf16();
 double measured_bf16_speedup();
 /// Auto computes in bf16 from this measured speedup on.
 inline constexpr double kBf16AutoSpeedup = 1.3;
-/// Whether `p` asks for bf16 on a backend that computes it: Bf16 always, Auto where
-/// measured_bf16_speedup() reaches kBf16AutoSpeedup.
+/// Whether `p` asks for bf16 on a backend that computes it: Bf16 always, Auto where the host
+/// has AMX or measured_bf16_speedup() reaches kBf16AutoSpeedup.
 bool wants_bf16(Precision p);
 
 /// Whether a spec may compute in bf16 (Note [bf16 contractions]): a contraction or an

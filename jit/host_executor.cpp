@@ -78,6 +78,13 @@ class HostExecutor final : public Executor {
     }
     char measured[96];
     std::snprintf(measured, sizeof measured, "vdpbf16ps measured %.2fx the f32 FMA rate here", measured_bf16_speedup());
+    if (jit_->computes_amx() && wants_bf16(asked))
+      return "precision bf16" + head + "GEMMs whose k fills whole AMX steps (k/2 a multiple of 16; 1x1 convolutions "
+             "included) on AMX tiles (tdpbf16ps) on backend " + std::string(jit_->name()) + " (this CPU: " +
+             host_bf16().str() + "), accumulating in f32; the other bf16 forms (other GEMMs, convolutions, fused "
+             "attention's products) " + (measured_bf16_speedup() >= 1.0 ? "on vdpbf16ps (" : "in f32 (") + measured +
+             "); softmax and every other kernel in f32" +
+             (first_tier_ ? "; tiering's first tier (asmjit) computes in f32" : "");
     if (!wants_bf16(asked))
       return "precision fp32" + head + measured + ", below the " + std::to_string(kBf16AutoSpeedup).substr(0, 3) +
              "x auto asks (precision bf16 forces it)";

@@ -105,8 +105,10 @@ void plan_arena(Plan& plan) {
 }  // namespace
 
 void apply_precision(KernelSpec& spec, Precision precision, const JitBackend& backend) {
-  // A mark the backend declines (a form it computes in f32 only) is taken back.
-  if (backend.computes_bf16() && wants_bf16(precision) && mark_bf16(spec) && !backend.supports(spec, nullptr))
+  // A mark the backend declines (a form it computes in f32 only, or one whose bf16 would be
+  // slower here) is taken back.
+  if (backend.computes_bf16() && wants_bf16(precision) && mark_bf16(spec) &&
+      (!backend.bf16_pays(spec) || !backend.supports(spec, nullptr)))
     clear_bf16(spec);
 }
 

@@ -11,6 +11,7 @@
 
 #include "codegen/cpu_rules.h"
 #include "codegen/index_math.h"
+#include "codegen/llvm/emit_amx.h"
 #include "codegen/llvm/emit_expr.h"
 #include "codegen/llvm/emit_tile.h"
 #include "codegen/llvm/emit_winograd.h"
@@ -327,7 +328,8 @@ std::string ContractionTiling::str() const {
   else
     os << " tasks=" << tasks();
   os
-     << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "") << (bf16 ? " bf16" : "");
+     << (panel_outer ? " panels-outer" : " tiles-outer") << (prepack ? " prepacked" : "") << (bf16 ? " bf16" : "")
+     << (amx ? " amx" : "");
   if (prepack && !winograd)
     os << " prefetch=" << prefetch_floats << (prefetch_to_l2 ? "-l2" : "-l1") << (next_panel ? "+next" : "");
   os
@@ -337,8 +339,17 @@ std::string ContractionTiling::str() const {
 
 bool contraction_supports(const KernelSpec& spec, std::string* why) { return check(spec, why); }
 
+bool amx_applies(const KernelSpec& spec) {
+  if (spec.kind != KernelKind::Contraction || !spec.contraction.bf16 || !check(spec, nullptr)) return false;
+  std::string why;
+  const std::optional<Form> f = make_form(spec, &why);
+  const int64_t pairs = ceil_div(f->k, 2);
+  // (The 32 rows of A's pairs a tile converts must fit the stack as vdpbf16ps's 14 do.)
+  return !f->conv && pairs % llvm_ir::kAmxStepPairs == 0 && 2 * llvm_ir::kAmxTileRows * pairs * 4 <= kScratchBytes;
+}
+
 ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice,
-                                     int64_t l2_bytes) {
+                                     int64_t l2_bytes, bool amx) {
   std::string why;
   std::optional<Form> f = make_form(spec, &why);
   FUSOR_ASSERT(f, "contraction_tiling: ", why);
@@ -397,6 +408,13 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
     shape.mr = choice.mr;
     shape.nv = choice.nv;
     shape.nr = choice.nv * vector_floats;
+  }
+  // AMX (Note [AMX contractions], emit_amx.cpp): 16 or 32 rows by 32 columns, whatever m is.
+  t.amx = amx && vector_floats == llvm_ir::kAmxTileRows && amx_applies(spec);
+  if (t.amx) {
+    shape.mr = m <= llvm_ir::kAmxTileRows ? llvm_ir::kAmxTileRows : 2 * llvm_ir::kAmxTileRows;
+    shape.nr = llvm_ir::kAmxCols;
+    shape.nv = shape.nr / vector_floats;
   }
   t.mr = shape.mr;
   t.nv = shape.nv;
@@ -462,7 +480,7 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
     t.prefetch_to_l2 = far;
     if (choice.prefetch >= 0) t.prefetch_floats = std::min<int64_t>(choice.prefetch, 16 * kPrefetchFloats);
     if (choice.prefetch_l2 >= 0) t.prefetch_to_l2 = choice.prefetch_l2 == 1;
-    t.next_panel = !f->conv && t.panel_outer && !t.prefetch_to_l2;
+    t.next_panel = !f->conv && t.panel_outer && !t.prefetch_to_l2 && !t.amx;
   }
   // Chunks as even as uniform chunks can be (16 panels in 4 + 4 + 4 + 4, not 5 + 5 + 5 + 1).
   t.panels_per_chunk = ceil_div(t.panels, ceil_div(t.panels, t.panels_per_chunk));
@@ -574,16 +592,16 @@ namespace {
 constexpr double kTuneTileCost = 1.25;
 }  // namespace
 
-std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats, int64_t l2_bytes) {
+std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats, int64_t l2_bytes, bool amx) {
   std::vector<TilingChoice> out{TilingChoice{}};
   std::string why;
   const std::optional<Form> f = make_form(spec, &why);
   if (!f || spec.symbolic) return out;
-  const ContractionTiling rules = contraction_tiling(spec, vector_floats, {}, l2_bytes);
+  const ContractionTiling rules = contraction_tiling(spec, vector_floats, {}, l2_bytes, amx);
   if (rules.winograd) return out;
   std::vector<ContractionTiling> seen{rules};
   auto add = [&](const TilingChoice& c) {
-    const ContractionTiling t = contraction_tiling(spec, vector_floats, c, l2_bytes);
+    const ContractionTiling t = contraction_tiling(spec, vector_floats, c, l2_bytes, amx);
     for (const ContractionTiling& s : seen)  // the same kernel under another name
       if (s.mr == t.mr && s.nv == t.nv && s.panel_outer == t.panel_outer && s.tiles_per_chunk == t.tiles_per_chunk &&
           s.panels_per_chunk == t.panels_per_chunk && s.prefetch_floats == t.prefetch_floats &&
@@ -595,7 +613,7 @@ std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vect
   // The tiles: the cost model's runners-up, in the packed width when B is packed for every shape.
   const bool b_prepacked = rules.prepack && !f->conv;
   auto panels = [&](int64_t nr) { return panels_for(*f, nr); };
-  int tiles = 0;
+  int tiles = rules.amx ? 2 : 0;  // (an AMX tile is fixed)
   for (const TileShape& t : ranked_tiles(vector_floats, f->m, panels, b_prepacked ? rules.nv : 0, kTuneTileCost)) {
     if (tiles == 2) break;
     if (t.mr == rules.mr && t.nv == rules.nv) continue;
@@ -671,8 +689,12 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   }
   std::vector<TileAccess> epi_strides;
   for (const EpiAccess& a : f.epi) epi_strides.push_back({a.row, a.col});
-  os << emit_microkernel(mk, TileShape{t.vl, mr, t.nv, nr}, br, f.conv ? mr : c.bf16 ? 1 : f.a_k) << "\n"
-     << emit_tile_epilogue(ep, epi, epi_strides, nr, 0) << "\n";
+  if (t.amx)
+    os << emit_amx_microkernel(mk, mr, ksteps, t.prepack ? t.prefetch_floats * 4 : 0, t.prefetch_to_l2) << "\n"
+       << amx_tile_config(symbol) << "\n";
+  else
+    os << emit_microkernel(mk, TileShape{t.vl, mr, t.nv, nr}, br, f.conv ? mr : c.bf16 ? 1 : f.a_k) << "\n";
+  os << emit_tile_epilogue(ep, epi, epi_strides, nr, 0) << "\n";
   // A full tile's epilogue computes its rows' vectors side by side (Note [Epilogue
   // interleaving], emit_tile.cpp); an edge tile's runs the plain loop over what is valid.
   const bool interleaved = t.nv > 1;
@@ -706,6 +728,8 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     m_chunks = e.op("udiv i64 " + e.op("add i64 " + m_tiles + ", " + i64(t.tiles_per_chunk - 1)) + ", " +
                     i64(t.tiles_per_chunk));
   }
+  // AMX: this call's tile configuration (released at its end).
+  if (t.amx) e.line("call void @llvm.x86.ldtilecfg(ptr @" + symbol + ".amxcfg)");
   std::string any = e.op("icmp slt i64 %task_begin, %task_end");
   e.line("br i1 " + any + ", label %task, label %done");
   os << "define void @" << symbol << "(ptr %buffers, i64 %task_begin, i64 %task_end) #0 {\nentry:\n" << e.text();
@@ -881,7 +905,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     pn = panel_setup(in, "%x");
   }
   std::string call = "call void @" + mk + "(";
-  for (int64_t i = 0; i < mr; ++i) call += "ptr " + tl.a[size_t(i)] + ", ";
+  for (int64_t i = 0; i < (t.amx ? 1 : mr); ++i) call += "ptr " + tl.a[size_t(i)] + ", ";  // (AMX: rows ksteps apart)
   std::string pf_arg;
   if (br.next_lines > 0) {
     // This tile's share of the next panel (the last panel re-reads its own: a hint only).
@@ -934,14 +958,15 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
      << "  %o.next = add nuw nsw i64 %o, 1\n  %omore = icmp slt i64 %o.next, " << o_hi
      << "\n  br i1 %omore, label %outer, label %task.end\ntask.end:\n"
      << "  %t.next = add nuw nsw i64 %t, 1\n  %tmore = icmp slt i64 %t.next, %task_end\n"
-     << "  br i1 %tmore, label %task, label %done\ndone:\n  ret void\n}\n\n";
+     << "  br i1 %tmore, label %task, label %done\ndone:\n"
+     << (t.amx ? "  call void @llvm.x86.tilerelease()\n" : "") << "  ret void\n}\n\n";
 
   os << kDeclarations << fma_declarations(t.vl)
      << "declare void @fusor_rt_pack_panel(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_panel_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_conv_tile(ptr, ptr, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_a_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
-     << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
+     << (t.amx ? amx_declarations() : "") << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
   return os.str();
 }
 

@@ -29,6 +29,9 @@ struct ContractionTiling {
   /// are transformed (PackKind::WinogradWeights, width mr).
   bool winograd = false;
   bool bf16 = false;            ///< operands in bf16, k in pairs (ContractionSpec::bf16)
+  /// bf16 on AMX tiles (Note [AMX contractions], emit_amx.cpp): mr 16 or 32, nr 32, k/2 in
+  /// whole steps of 16 pairs.
+  bool amx = false;
   bool prepack = false;         ///< the spec's B (GEMM B, conv weights) is constant and packed
                                 ///< once by the runtime (codegen/packing.h)
   bool panel_outer = true;      ///< inside a task: panels outer, tiles inner (else the reverse)
@@ -100,17 +103,23 @@ int64_t host_l2_bytes();
 /// AVX-512, 8 with AVX2) and whose cores have `l2_bytes` of L2: the rules', with `choice`'s fields in place of theirs where they
 /// apply (a tile beyond the registers, or an orientation the form does not allow, keeps the
 /// rules'; chunks are clamped to the tiles and panels there are). Deterministic: a kernel
-/// loaded with its stored choice gets the tiling it was compiled with.
+/// loaded with its stored choice gets the tiling it was compiled with. With `amx` (the target
+/// computes tdpbf16ps) a bf16 GEMM form whose k steps are whole takes AMX tiles (amx_applies).
 ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice = {},
-                                     int64_t l2_bytes = kDefaultL2Bytes);
+                                     int64_t l2_bytes = kDefaultL2Bytes, bool amx = false);
+
+/// Whether a target with AMX computes `spec` on AMX tiles (Note [AMX contractions]): a bf16
+/// GEMM form (a 1x1 convolution included) whose k/2, rounded up, is a multiple of 16.
+bool amx_applies(const KernelSpec& spec);
 
 /// The tilings a tuned compile times for `spec` (Note [Tuned tilings]): the rules' first
 /// (empty), then the runners-up of the tile's cost model, the other loop order, the rules'
 /// blocking with half and twice the tiles or panels per task, and for a prepacked B the
 /// prefetch at half and twice its distance and into the other cache. Only the rules' for a
-/// symbolic kernel or a Winograd convolution.
+/// symbolic kernel or a Winograd convolution; an AMX tiling keeps its tile (only its
+/// blocking and prefetch vary).
 std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vector_floats,
-                                           int64_t l2_bytes = kDefaultL2Bytes);
+                                           int64_t l2_bytes = kDefaultL2Bytes, bool amx = false);
 
 /// The module defining `void @<symbol>(ptr %buffers, i64 %task_begin, i64 %task_end)` over
 /// [0, t.tasks()). When t.prepack, buffers[spec.contraction.b.buffer] must hold that operand

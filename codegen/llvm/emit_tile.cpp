@@ -294,11 +294,17 @@ std::string emit_tile_epilogue(const std::string& name, const ExprGraph& graph, 
      << "  br i1 %udone, label %outer.end, label %inner"
      << (copies > 1 ? ", !llvm.loop !" + std::to_string(loop_id) : std::string()) << "\nouter.end:\n"
      << "  %o.next = add nuw nsw i64 %o, 1\n  %odone = icmp eq i64 %o.next, %rows\n"
-     << "  br i1 %odone, label %exit, label %outer\nexit:\n  ret void\n}\n";
+     << "  br i1 %odone, label %exit, label %outer"
+     << (copies > 1 ? ", !llvm.loop !" + std::to_string(loop_id + 3) : std::string()) << "\nexit:\n  ret void\n}\n";
+  // The loop over rows is never vectorized: once the columns' loop is unrolled, a tile of
+  // many rows (AMX's 32) was vectorized across them, each vector a gather of one column of
+  // 16 rows and a scatter to the output (MatMul + bias in bf16 128 x 768 x 3072 on a Xeon,
+  // one thread: 3.2 ms, against 1.2 ms with GELU, whose rows stayed scalar).
   if (copies > 1)
     os << "!" << loop_id << " = distinct !{!" << loop_id << ", !" << loop_id + 1 << ", !" << loop_id + 2 << "}\n!"
        << loop_id + 1 << " = !{!\"llvm.loop.vectorize.width\", i32 " << width << "}\n!" << loop_id + 2
-       << " = !{!\"llvm.loop.vectorize.enable\", i1 true}\n";
+       << " = !{!\"llvm.loop.vectorize.enable\", i1 true}\n!" << loop_id + 3 << " = distinct !{!" << loop_id + 3
+       << ", !" << loop_id + 4 << "}\n!" << loop_id + 4 << " = !{!\"llvm.loop.vectorize.enable\", i1 false}\n";
   return os.str();
 }
 

@@ -74,7 +74,8 @@ struct TileAccess {
 /// epilogue (%cols = nr): `interleave` copies of the body side by side, each over its
 /// nr / interleave columns, whose loop carries metadata !<loop_id> .. !<loop_id + 2> (written
 /// after the function; the module's other metadata must not use those numbers) asking the
-/// vectorizer for that width (Note [Epilogue interleaving], emit_tile.cpp).
+/// vectorizer for that width (Note [Epilogue interleaving], emit_tile.cpp), and whose loop
+/// over rows carries !<loop_id + 3> .. !<loop_id + 4>, never vectorized.
 std::string emit_tile_epilogue(const std::string& name, const ExprGraph& g, const std::vector<TileAccess>& strides,
                                int64_t nr, int64_t sink_row_stride, int64_t interleave = 1, int loop_id = 0);
 

@@ -25,6 +25,8 @@ struct LlvmBackend::Impl {
   std::unique_ptr<LlvmJit> jit;
   int64_t vector_floats = 8;  // floats per vector register: 16 with AVX-512, else 8 (AVX2)
   bool bf16 = false;          // the target has AVX512-BF16 (ContractionSpec::bf16)
+  bool amx = false;           // and AMX-BF16 this process may use (Note [AMX contractions])
+  std::string amx_off;        // ",amx=off" where the target has AMX but the OS refused it
   int64_t l2_bytes = kDefaultL2Bytes;  // a core's L2 (contraction_tiling)
 };
 
@@ -51,10 +53,14 @@ bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const {
 }
 
 bool LlvmBackend::computes_bf16() const { return impl_->bf16; }
+bool LlvmBackend::computes_amx() const { return impl_->amx; }
+bool LlvmBackend::bf16_pays(const KernelSpec& spec) const {
+  return !impl_->amx || amx_applies(spec) || measured_bf16_speedup() >= 1.0;
+}
 
 std::string LlvmBackend::target_description() const {
   // The L2 size chooses tilings (contraction_tiling), so kernels of other sizes are others.
-  return impl_->jit->target_description() + ",l2=" + std::to_string(impl_->l2_bytes);
+  return impl_->jit->target_description() + ",l2=" + std::to_string(impl_->l2_bytes) + impl_->amx_off;
 }
 
 const LlvmBackend::Options& LlvmBackend::options() const { return impl_->options; }
@@ -103,7 +109,7 @@ std::string LlvmBackend::describe(const KernelSpec& spec, CompiledKernel& kernel
       }
       break;
     case KernelKind::Contraction: {
-      const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats, choice, impl_->l2_bytes);
+      const ContractionTiling t = contraction_tiling(spec, impl_->vector_floats, choice, impl_->l2_bytes, impl_->amx);
       if (ir) *ir = emit_contraction_ir(spec, symbol, t);
       kernel.tasks = t.tasks();
       if (t.symbolic) {
@@ -182,7 +188,7 @@ std::shared_ptr<CompiledKernel> LlvmBackend::compile_tuned(const KernelSpec& spe
   const auto start = std::chrono::steady_clock::now();
   const std::vector<TilingChoice> candidates = spec.kind == KernelKind::Attention
                                                    ? attention_candidates(spec, impl_->vector_floats)
-                                                   : tiling_candidates(spec, impl_->vector_floats, impl_->l2_bytes);
+                                                   : tiling_candidates(spec, impl_->vector_floats, impl_->l2_bytes, impl_->amx);
   std::shared_ptr<CompiledKernel> best;
   TilingChoice best_choice;
   double best_s = 0, rules_s = 0;
@@ -275,6 +281,12 @@ std::unique_ptr<LlvmBackend> make_llvm_backend(LlvmBackend::Options options) {
   const std::string target = impl->jit->target_description() + ",";
   if (target.find("+avx512f,") != std::string::npos) impl->vector_floats = 16;
   impl->bf16 = impl->vector_floats == 16 && target.find("+avx512bf16,") != std::string::npos;
+  // AMX where the compiler targets it and the OS granted its tile state (host_bf16 asks);
+  // where it did not, the kernels are vdpbf16ps ones and their key says so.
+  const bool amx_target = impl->bf16 && target.find("+amx-bf16,") != std::string::npos &&
+                          target.find("+amx-tile,") != std::string::npos;
+  impl->amx = amx_target && impl->options.amx && host_bf16().amx_bf16;
+  if (amx_target && !impl->amx) impl->amx_off = ",amx=off";
   impl->l2_bytes = host_l2_bytes();
   return std::unique_ptr<LlvmBackend>(new LlvmBackend(std::move(impl)));
 }

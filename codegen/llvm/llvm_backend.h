@@ -37,6 +37,10 @@ class LlvmBackend final : public JitBackend {
     /// The threads the timed kernels will run on (the makespan of their tasks is compared;
     /// not part of the key: a kernel tuned for one count serves the others).
     int tune_threads = 1;
+    /// Compute the bf16 GEMM forms on AMX tiles where the host has AMX and may use it (Note
+    /// [AMX contractions], emit_amx.cpp); false keeps them on vdpbf16ps (the tests of that
+    /// path on an AMX machine).
+    bool amx = true;
   };
 
   ~LlvmBackend() override;
@@ -58,6 +62,10 @@ class LlvmBackend final : public JitBackend {
   bool can_load() const override { return true; }
   /// True on a CPU with AVX512-BF16 (Note [bf16 contractions]).
   bool computes_bf16() const override;
+  /// Whether it computes the bf16 GEMM forms on AMX tiles (Options::amx, on a host with AMX
+  /// it may use); the same flag contraction_tiling takes.
+  bool computes_amx() const override;
+  bool bf16_pays(const KernelSpec& spec) const override;
   /// The kernel of `spec` from `object` (a CompiledKernel::object of an equal spec
   /// compiled by this LLVM version for this target, e.g. from the disk store), linked
   /// without compiling. Throws Error(Unsupported) as compile() does, Error(CompileFailed)

@@ -48,6 +48,19 @@ LlvmBackend* bf16_backend_or_skip() {
   return be;
 }
 
+// The shared llvm backend when it computes bf16 on AMX tiles here, else nullptr after saying why.
+LlvmBackend* amx_backend_or_skip() {
+  LlvmBackend* be = bf16_backend_or_skip();
+  if (be && !be->computes_amx()) {
+    MESSAGE("skipped: no AMX this process may use (bf16 instruction sets: " << host_bf16().str() << ")");
+    return nullptr;
+  }
+  return be;
+}
+
+// Whether the backend computes `spec` (marked bf16) on AMX tiles.
+bool on_amx(const KernelSpec& spec) { return contraction_tiling(spec, 16, {}, host_l2_bytes(), true).amx; }
+
 // Every Contraction group of f marked bf16, checked as the header says; `scale` is the
 // magnitude of the products, k a convolution's c/group * kh * kw. A Winograd convolution
 // rounds U and V in the transformed domain (Note [Winograd convolutions]), which neither
@@ -333,6 +346,7 @@ output y
     test::TempDir dir("llvm-bf16");
     LlvmBackend::Options o;
     o.dump_dir = dir.path().string();
+    o.amx = false;  // (the AMX form has its own test below)
     std::unique_ptr<LlvmBackend> dumping = make_llvm_backend(o);
     FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 64, 64, 96), {});
     int kernels = 0;
@@ -352,6 +366,101 @@ output y
       ++kernels;
     }
     CHECK(kernels == 1);
+  }
+
+  TEST_CASE("on AMX, bf16 GEMMs are tile products that configure and release the tiles") {
+    LlvmBackend* be = amx_backend_or_skip();
+    if (!be) return;
+    test::TempDir dir("llvm-amx");
+    LlvmBackend::Options o;
+    o.dump_dir = dir.path().string();
+    std::unique_ptr<LlvmBackend> dumping = make_llvm_backend(o);
+    FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 40, 64, 96), {});
+    std::vector<KernelSpec> specs = test::lower_groups(f, GroupKind::Contraction);
+    REQUIRE(specs.size() == 1);
+    REQUIRE(mark_bf16(specs[0]));
+    std::shared_ptr<const CompiledKernel> k = dumping->compile(specs[0]);
+    std::ifstream in(dir.file(k->symbol) + ".s");
+    REQUIRE(in.good());
+    std::stringstream assembly;
+    assembly << in.rdbuf();
+    const std::string s = assembly.str();
+    CHECK(s.find("ldtilecfg") != std::string::npos);
+    CHECK(s.find("tdpbf16ps") != std::string::npos);
+    CHECK(s.find("tilestored") != std::string::npos);
+    CHECK(s.find("tilerelease") != std::string::npos);
+    CHECK(s.find("vdpbf16ps") == std::string::npos);
+    CHECK(s.find("vfmadd231ps") == std::string::npos);
+    // An odd k (not whole AMX steps) stays on vdpbf16ps.
+    FusedGraph odd = test::fuse_text(test::matmul_bias_graph(1, 40, 65, 96), {});
+    std::vector<KernelSpec> odd_specs = test::lower_groups(odd, GroupKind::Contraction);
+    REQUIRE(mark_bf16(odd_specs[0]));
+    CHECK_FALSE(amx_applies(odd_specs[0]));
+    CHECK(amx_applies(specs[0]));
+  }
+
+  TEST_CASE("bf16 GEMMs on AMX tiles across odd rows and columns, batches, strides and 1x1 convolutions") {
+    // Note [AMX contractions]: k = 31, 32, 63, 64, 96 and 768 fill whole steps of 16 pairs
+    // (an odd k's last pair is half zeros); rows 16 and 32 at a time with edges past m, 32
+    // columns a panel with edges past n.
+    LlvmBackend* be = amx_backend_or_skip();
+    if (!be) return;
+    const int64_t sizes[][3] = {{1, 32, 1},   {15, 31, 17},  {16, 64, 32}, {17, 63, 33}, {31, 96, 31},
+                                {33, 32, 65}, {100, 64, 100}, {3, 768, 50}, {70, 768, 40}};
+    int amx = 0;
+    for (const auto& s : sizes) {
+      const int64_t m = s[0], k = s[1], n = s[2];
+      CAPTURE(m);
+      CAPTURE(k);
+      CAPTURE(n);
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n), {});
+      Checked c = check_bf16(*be, f, {{"a", test::randn({1, m, k}, uint64_t(m * 1000 + n))}});
+      REQUIRE(c.kernels == 1);
+      amx += on_amx(c.specs[0]);
+      REQUIRE(c.compiled[0]->prepacks.size() == 1);
+      CHECK(c.compiled[0]->prepacks[0].width == 32);  // AMX's panels of two column tiles
+    }
+    CHECK(amx == int(std::size(sizes)));
+    // Batches, a transposed A (k strided: the scalar conversion) and a residual epilogue.
+    FusedGraph t = test::fuse_text(R"(graph g
+input at: f32[3, 64, 37]
+input r: f32[3, 37, 45]
+const w: f32[64, 45] = randn(seed=1, std=0.2)
+a = Transpose(at) {perm=[0, 2, 1]}
+y = MatMul(a, w)
+z = Add(y, r)
+o = Gelu(z)
+output o
+)",
+                                   {});
+    Checked tc = check_bf16(*be, t, {{"at", test::randn({3, 64, 37}, 4)}, {"r", test::randn({3, 37, 45}, 5)}}, 0.3);
+    REQUIRE(tc.kernels == 1);
+    CHECK(on_amx(tc.specs[0]));
+    // A product of two activations (the kernel packs B's panels) with the head size of BERT.
+    FusedGraph qk = test::fuse_text(R"(graph g
+input q: f32[2, 3, 37, 64]
+input kt: f32[2, 3, 41, 64]
+k = Transpose(kt) {perm=[0, 1, 3, 2]}
+y = MatMul(q, k)
+output y
+)",
+                                    {});
+    Checked qc = check_bf16(*be, qk, {{"q", test::randn({2, 3, 37, 64}, 1)}, {"kt", test::randn({2, 3, 41, 64}, 2)}});
+    REQUIRE(qc.kernels == 1);
+    CHECK(qc.compiled[0]->prepacks.empty());
+    CHECK(on_amx(qc.specs[0]));
+    // A 1x1 convolution in its GEMM form (64 input channels: k = 64).
+    FusedGraph cv = test::fuse_text(R"(graph g
+input x: f32[2, 64, 7, 9]
+const w: f32[40, 64, 1, 1] = randn(seed=1, std=0.2)
+c = Conv(x, w) {kernel_shape=[1, 1]}
+y = Relu(c)
+output y
+)",
+                                    {});
+    Checked cc = check_bf16(*be, cv, {{"x", test::randn({2, 64, 7, 9}, 3)}}, 0.2 * 8);
+    REQUIRE(cc.kernels == 1);
+    CHECK(on_amx(cc.specs[0]));
   }
 
   TEST_CASE("a bf16 spec and its f32 twin are different kernels") {

@@ -107,6 +107,7 @@ TEST_SUITE("llvm/tuning") {
   }
 
   TEST_CASE("the candidates start with the rules' and differ from each other") {
+    int amx_cases = 0;
     for (int64_t vl : {8, 16}) {
       for (const Case& c : cases()) {
         CAPTURE(vl);
@@ -128,6 +129,25 @@ TEST_SUITE("llvm/tuning") {
         if (c.name.rfind("matmul 130", 0) == 0) CHECK(cands.size() >= 3);
       }
     }
+    // On AMX (Note [AMX contractions]) a bf16 GEMM whose k fills whole steps keeps its 32 x 32
+    // tile (16 rows for m <= 16) in every candidate; only the blocking and prefetch vary.
+    for (const Case& c : cases()) {
+      KernelSpec spec = c.spec;
+      if (!mark_bf16(spec) || !amx_applies(spec)) continue;
+      CAPTURE(c.name);
+      const std::vector<TilingChoice> cands = tiling_candidates(spec, 16, kDefaultL2Bytes, true);
+      CHECK(cands.size() >= 2);
+      for (const TilingChoice& choice : cands) {
+        const ContractionTiling t = contraction_tiling(spec, 16, choice, kDefaultL2Bytes, true);
+        CAPTURE(t.str());
+        CHECK(t.amx);
+        CHECK(t.nr == 32);
+        CHECK((t.mr == 16 || t.mr == 32));
+        CHECK_FALSE(contraction_tiling(spec, 16, choice, kDefaultL2Bytes, false).amx);
+      }
+      ++amx_cases;
+    }
+    CHECK(amx_cases >= 1);
   }
 
   TEST_CASE("an f32 task with panels outer takes no more rows of A than fill half the core's L2") {
@@ -177,10 +197,10 @@ TEST_SUITE("llvm/tuning") {
         }
         const std::vector<Tensor> values = test::run_all_static(c.f, c.inputs, test::pool());
         const std::vector<Tensor> want = outputs(*be->compile_tiling(c.spec, {}), c, values);
-        for (const TilingChoice& choice : tiling_candidates(c.spec, vl, host_l2_bytes())) {
+        for (const TilingChoice& choice : tiling_candidates(c.spec, vl, host_l2_bytes(), be->computes_amx())) {
           CAPTURE(choice.str());
           std::shared_ptr<const CompiledKernel> k = be->compile_tiling(c.spec, choice);
-          CHECK(k->tasks == contraction_tiling(c.spec, vl, choice, host_l2_bytes()).tasks());
+          CHECK(k->tasks == contraction_tiling(c.spec, vl, choice, host_l2_bytes(), be->computes_amx()).tasks());
           check_same(outputs(*k, c, values), want);
           ++compared;
         }
@@ -236,7 +256,7 @@ TEST_SUITE("llvm/tuning") {
     if (!be) return;
     const int64_t vl = vector_floats(*be);
     const Case c = cases()[1];  // 130 x 96 x 200: several candidates
-    const std::vector<TilingChoice> cands = tiling_candidates(c.spec, vl, host_l2_bytes());
+    const std::vector<TilingChoice> cands = tiling_candidates(c.spec, vl, host_l2_bytes(), be->computes_amx());
     REQUIRE(cands.size() >= 2);
     const std::vector<Tensor> values = test::run_all_static(c.f, c.inputs, test::pool());
     for (const TilingChoice& choice : cands) {
@@ -280,11 +300,11 @@ TEST_SUITE("llvm/tuning") {
     std::shared_ptr<const CompiledKernel> k = be->compile(c.spec);
     CAPTURE(k->tuning);
     CHECK(k->tuning.rfind("tuned: ", 0) == 0);
-    CHECK(k->tuning.find(std::to_string(tiling_candidates(c.spec, vector_floats(*be), host_l2_bytes()).size()) + " tilings timed") !=
+    CHECK(k->tuning.find(std::to_string(tiling_candidates(c.spec, vector_floats(*be), host_l2_bytes(), be->computes_amx()).size()) + " tilings timed") !=
           std::string::npos);
     const std::optional<TilingChoice> kept = TilingChoice::parse(tuned_choice(*k));
     REQUIRE(kept);
-    const std::vector<TilingChoice> cands = tiling_candidates(c.spec, vector_floats(*be), host_l2_bytes());
+    const std::vector<TilingChoice> cands = tiling_candidates(c.spec, vector_floats(*be), host_l2_bytes(), be->computes_amx());
     CHECK(std::find(cands.begin(), cands.end(), *kept) != cands.end());
     const std::vector<Tensor> values = test::run_all_static(c.f, c.inputs, test::pool());
     check_same(outputs(*k, c, values), outputs(*rules->compile(c.spec), c, values));
