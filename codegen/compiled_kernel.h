@@ -98,6 +98,10 @@ class JitBackend {
   /// forms its tiles do not take stay f32 where vdpbf16ps runs slower than f32 FMAs (Note
   /// [bf16 contractions], codegen/precision.h). apply_precision takes the mark back if not.
   virtual bool bf16_pays(const KernelSpec&) const { return true; }
+  /// Whether an attention `spec` (f32) computes faster in bf16 as its parts (Note [Declined
+  /// attention], jit/plan.cpp: its two products as bf16 GEMMs) than as one kernel: then the
+  /// plan splits it where bf16 is asked.
+  virtual bool splits_bf16_attention(const KernelSpec&) const { return false; }
   /// Whether load() can link a kernel from its stored CompiledKernel::object.
   virtual bool can_load() const { return false; }
   /// The kernel of `spec` from `object` (an equal spec's CompiledKernel::object, made by

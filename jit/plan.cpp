@@ -119,6 +119,9 @@ GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const Fu
   std::string why;
   std::optional<KernelSpec> lowered = lower_group(f, grp, &why);
   if (!lowered) return {};
+  // An attention this backend computes faster in bf16 as its parts has no kernel here:
+  // build_plan splits it (Note [Declined attention]).
+  if (backend.computes_bf16() && wants_bf16(precision) && backend.splits_bf16_attention(*lowered)) return {};
   apply_precision(*lowered, precision, backend);
   if (!backend.supports(*lowered, &why)) return {};
   GroupKernel k;
@@ -143,6 +146,9 @@ GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const Fu
 // The BERT layer at seq 128 on asmjit, a Zen 1, one thread (`fusor run --profile`): the
 // attention's twelve static steps took 3.5 ms, its three parts 2.5 ms (Q·Kᵀ with scale and
 // mask 0.93, softmax 0.76, P·V with the heads' merge 0.79; LLVM's one kernel: 2.2).
+// A backend may also ask for the split where the parts are faster in bf16 than its one
+// kernel (JitBackend::splits_bf16_attention: llvm on an AMX CPU whose vdpbf16ps is slow, the
+// two products then AMX GEMMs; Note [AMX contractions], codegen/llvm/emit_amx.cpp).
 
 std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, const Fuser& fuser,
                                  SharedConstants& constants, const ChooseKernel& choose) {

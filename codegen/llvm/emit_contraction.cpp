@@ -138,6 +138,8 @@ constexpr int64_t kScratchBytes = 512 * 1024;
 constexpr int64_t kPrefetchFloats = kPackedPanelPrefetchFloats;
 // Up to this many rows (m) the prefetch goes 2 * kPrefetchFloats ahead, into L2.
 constexpr int64_t kFarPrefetchRows = 64;
+// AMX: the fewest panels a task with panels outer takes (contraction_tiling).
+constexpr int64_t kAmxTaskPanels = 16;
 // Floats per 64-byte cache line (the next-panel prefetch counts lines; BRead::next_lines).
 constexpr int64_t kLineFloats = 16;
 
@@ -425,8 +427,13 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   const bool b_prepacked = t.prepack && !f->conv;
   t.panel_outer = f->conv || !b_prepacked || f->n >= m;
   if (choice.panel_outer >= 0 && b_prepacked && !f->conv) t.panel_outer = choice.panel_outer == 1;
+  // AMX with panels outer: a task converts its rows of A to pairs once for all its panels, and
+  // the conversion costs about what the tiles of four panels do (tdpbf16ps runs 16 x 32 x 32
+  // multiply-adds in 16 cycles), so a task takes at least kAmxTaskPanels panels, even where
+  // that leaves fewer than 16 tasks (Note [AMX contractions]).
+  const int64_t min_panels = t.amx && t.panel_outer ? std::min(t.panels, kAmxTaskPanels) : 1;
   if (t.panel_outer) {
-    t.panels_per_chunk = std::min(t.panels, std::max<int64_t>(1, (f->conv ? 1024 : 256) / t.nr));
+    t.panels_per_chunk = std::min(t.panels, std::max<int64_t>(min_panels, (f->conv ? 1024 : 256) / t.nr));
     t.tiles_per_chunk = t.m_tiles;
   } else {
     t.panels_per_chunk = t.panels;
@@ -459,10 +466,11 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
     const bool tiles_first = !t.panel_outer;
     int64_t& first = tiles_first ? t.tiles_per_chunk : t.panels_per_chunk;
     int64_t& second = tiles_first ? t.panels_per_chunk : t.tiles_per_chunk;
-    if (first > 1) {
-      first = ceil_div(first, 2);
-    } else if (second > 1) {
-      second = ceil_div(second, 2);
+    const int64_t first_floor = tiles_first ? 1 : min_panels, second_floor = tiles_first ? min_panels : 1;
+    if (first > first_floor) {
+      first = std::max(first_floor, ceil_div(first, 2));
+    } else if (second > second_floor) {
+      second = std::max(second_floor, ceil_div(second, 2));
     } else {
       break;
     }

@@ -57,6 +57,14 @@ bool LlvmBackend::computes_amx() const { return impl_->amx; }
 bool LlvmBackend::bf16_pays(const KernelSpec& spec) const {
   return !impl_->amx || amx_applies(spec) || measured_bf16_speedup() >= 1.0;
 }
+bool LlvmBackend::splits_bf16_attention(const KernelSpec& spec) const {
+  // On AMX where vdpbf16ps is slower than f32 FMAs, the fused attention's products would be
+  // f32; split, both run as AMX GEMMs where the head size and the key count fill whole
+  // steps of 32 (Q·Kᵀ sums over the head, P·V over the keys). Note [AMX contractions].
+  if (spec.kind != KernelKind::Attention || spec.symbolic || !impl_->amx || measured_bf16_speedup() >= 1.0) return false;
+  const AttentionSpec& a = spec.attention;
+  return bf16_applies(spec, nullptr) && a.d % 32 == 0 && a.tk % 32 == 0;
+}
 
 std::string LlvmBackend::target_description() const {
   // The L2 size chooses tilings (contraction_tiling), so kernels of other sizes are others.

@@ -66,6 +66,7 @@ class LlvmBackend final : public JitBackend {
   /// it may use); the same flag contraction_tiling takes.
   bool computes_amx() const override;
   bool bf16_pays(const KernelSpec& spec) const override;
+  bool splits_bf16_attention(const KernelSpec& spec) const override;
   /// The kernel of `spec` from `object` (a CompiledKernel::object of an equal spec
   /// compiled by this LLVM version for this target, e.g. from the disk store), linked
   /// without compiling. Throws Error(Unsupported) as compile() does, Error(CompileFailed)

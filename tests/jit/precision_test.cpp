@@ -94,6 +94,45 @@ TEST_CASE("bf16 on llvm: the BERT layer within 1e-2 of fp32's scale, every bf16 
                                                           << " of scale (bound " << kBf16ContractionTolerance << ")");
 }
 
+TEST_CASE("bf16 on an AMX CPU whose vdpbf16ps is slow: attention runs as its parts, the products on AMX tiles") {
+  // JitBackend::splits_bf16_attention: at T = 64 the head (64) and the keys (64) fill whole
+  // AMX steps, so the fused attention is split (Note [Declined attention]) and both products
+  // are bf16 GEMMs; at T = 37 the keys do not, and the attention stays one f32 kernel.
+  if (!slow_dot_on_amx()) {
+    MESSAGE("skipped: not an AMX CPU whose vdpbf16ps runs below the f32 FMA rate (" << host_bf16().str() << ")");
+    return;
+  }
+  const Graph graph = example("bert_layer");
+  std::unique_ptr<Engine> f32 = engine_or_skip(EngineOptions{.backend = BackendKind::Llvm});
+  if (!f32) return;
+  for (int64_t t : {64, 37}) {
+    CAPTURE(t);
+    EngineOptions o{.backend = BackendKind::Llvm};
+    o.precision = Precision::Bf16;
+    o.verify = VerifyMode::Strict;  // every kernel checked against its ops (a miss throws)
+    std::unique_ptr<Engine> bf = engine_or_skip(o);
+    const DimBindings dims{{"B", 1}, {"T", t}};
+    const TensorMap inputs = verify_inputs(graph, input_types_from_dims(graph, dims));
+    const double err = error_of_scale(bf->run(graph, inputs), f32->run(graph, inputs));
+    CHECK(err > 0);
+    CHECK(err <= 1e-2);
+    // The kernels that ran, by their verdicts: the split's products are bf16 contractions.
+    int fused = 0, bf16_products = 0;
+    for (const GroupVerdict& v : bf->verdicts()) {
+      INFO(v.str());
+      CHECK(v.passed);
+      fused += v.str().find("llvm attention") != std::string::npos;
+      bf16_products += (v.str().find("llvm contraction scores") != std::string::npos ||
+                        v.str().find("llvm contraction context") != std::string::npos) &&
+                       v.tolerance > kBf16ContractionTolerance;
+    }
+    CHECK(fused == (t == 64 ? 0 : 1));
+    CHECK(bf16_products == (t == 64 ? 2 : 0));
+    MESSAGE("BERT layer T=" << t << " in bf16 on AMX" << (t == 64 ? " (attention split)" : "") << ": output error "
+                            << err << " of scale");
+  }
+}
+
 TEST_CASE("bf16 on llvm: the ResNet bottleneck's three convolutions in bf16 (its 3x3 as Winograd), within 1e-2 of scale") {
   const Graph graph = example("resnet_bottleneck");
   const DimBindings dims{{"N", 1}, {"H", 14}, {"W", 14}};
