@@ -128,8 +128,8 @@ TEST_CASE("bf16 on an AMX CPU whose vdpbf16ps is slow: attention runs as its par
     }
     CHECK(fused == (t == 64 ? 0 : 1));
     CHECK(bf16_products == (t == 64 ? 2 : 0));
-    MESSAGE("BERT layer T=" << t << " in bf16 on AMX" << (t == 64 ? " (attention split)" : "") << ": output error "
-                            << err << " of scale");
+    MESSAGE("BERT layer T=" << t << " in bf16 on AMX" << std::string(t == 64 ? " (attention split)" : "")
+                            << ": output error " << err << " of scale");
   }
 }
 
