@@ -64,7 +64,7 @@ std::string request_amx_permission() {
 
 }  // namespace
 
-HostBf16 host_bf16() {
+const HostBf16& host_bf16() {
   static const HostBf16 host = [] {
     HostBf16 h;
 #ifdef FUSOR_X86

@@ -93,7 +93,7 @@ struct HostBf16 {
   std::string str() const;
 };
 /// The host's, read once per process; the first call asks the OS for AMX's tile state.
-HostBf16 host_bf16();
+const HostBf16& host_bf16();
 
 /// The rate of vdpbf16ps multiply-adds over f32 FMA ones on this core (Note [bf16
 /// contractions]), timed once per process; 0 without AVX512-BF16.

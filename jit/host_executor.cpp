@@ -71,7 +71,7 @@ class HostExecutor final : public Executor {
   std::string precision_report(Precision asked) const override {
     const std::string head = std::string(" (asked ") + precision_name(asked) + "): ";
     if (!jit_ || !jit_->computes_bf16()) {
-      const HostBf16 cpu = host_bf16();
+      const HostBf16& cpu = host_bf16();
       if (jit_ && jit_->name() == "llvm" && !cpu.avx512_bf16)
         return "precision fp32" + head + "this CPU has no AVX512-BF16 (bf16 instruction sets: " + cpu.str() + ")";
       return Executor::precision_report(asked);

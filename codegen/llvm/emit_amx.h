@@ -16,6 +16,11 @@ inline constexpr int64_t kAmxTileRows = 16;
 /// kAmxCols columns (two column tiles).
 inline constexpr int64_t kAmxCols = 32;
 
+/// Whether a sum over k fills whole AMX steps: ceil(k / 2) pairs, a multiple of kAmxStepPairs
+/// (an odd k's last pair is half zeros). The one rule for what AMX takes (Note [AMX
+/// contractions]).
+inline bool amx_whole_steps(int64_t k) { return k > 0 && (k + 1) / 2 % kAmxStepPairs == 0; }
+
 /// `define internal void @<name>(ptr %a, ptr %b, ptr %tile)`: the mr x kAmxCols tile (mr 16
 /// or 32) of Σ over `ksteps` pairs of k (a multiple of kAmxStepPairs) of A's rows (pairs, row
 /// i at a + i * ksteps pairs) by a panel of B pairs ([ksteps][kAmxCols], 32-bit pairs),

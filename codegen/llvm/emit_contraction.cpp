@@ -345,9 +345,8 @@ bool amx_applies(const KernelSpec& spec) {
   if (spec.kind != KernelKind::Contraction || !spec.contraction.bf16 || !check(spec, nullptr)) return false;
   std::string why;
   const std::optional<Form> f = make_form(spec, &why);
-  const int64_t pairs = ceil_div(f->k, 2);
   // (The 32 rows of A's pairs a tile converts must fit the stack as vdpbf16ps's 14 do.)
-  return !f->conv && pairs % llvm_ir::kAmxStepPairs == 0 && 2 * llvm_ir::kAmxTileRows * pairs * 4 <= kScratchBytes;
+  return !f->conv && llvm_ir::amx_whole_steps(f->k) && 2 * llvm_ir::kAmxTileRows * ceil_div(f->k, 2) * 4 <= kScratchBytes;
 }
 
 ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floats, const TilingChoice& choice,
@@ -621,9 +620,9 @@ std::vector<TilingChoice> tiling_candidates(const KernelSpec& spec, int64_t vect
   // The tiles: the cost model's runners-up, in the packed width when B is packed for every shape.
   const bool b_prepacked = rules.prepack && !f->conv;
   auto panels = [&](int64_t nr) { return panels_for(*f, nr); };
-  int tiles = rules.amx ? 2 : 0;  // (an AMX tile is fixed)
+  int tiles = 0;
   for (const TileShape& t : ranked_tiles(vector_floats, f->m, panels, b_prepacked ? rules.nv : 0, kTuneTileCost)) {
-    if (tiles == 2) break;
+    if (tiles == 2 || rules.amx) break;  // (an AMX tile is fixed)
     if (t.mr == rules.mr && t.nv == rules.nv) continue;
     add(TilingChoice{.mr = t.mr, .nv = t.nv});
     ++tiles;

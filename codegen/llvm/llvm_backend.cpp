@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "codegen/backends.h"
+#include "codegen/llvm/emit_amx.h"
 #include "codegen/llvm/emit_attention.h"
 #include "codegen/llvm/emit_contraction.h"
 #include "codegen/precision.h"
@@ -54,16 +55,21 @@ bool LlvmBackend::supports(const KernelSpec& spec, std::string* why) const {
 
 bool LlvmBackend::computes_bf16() const { return impl_->bf16; }
 bool LlvmBackend::computes_amx() const { return impl_->amx; }
+namespace {
+// AMX here, and vdpbf16ps slower than f32 FMAs: the bf16 forms AMX does not take stay f32.
+bool only_amx_pays(bool amx) { return amx && measured_bf16_speedup() < 1.0; }
+}  // namespace
+
 bool LlvmBackend::bf16_pays(const KernelSpec& spec) const {
-  return !impl_->amx || amx_applies(spec) || measured_bf16_speedup() >= 1.0;
+  return !only_amx_pays(impl_->amx) || amx_applies(spec);
 }
 bool LlvmBackend::splits_bf16_attention(const KernelSpec& spec) const {
-  // On AMX where vdpbf16ps is slower than f32 FMAs, the fused attention's products would be
-  // f32; split, both run as AMX GEMMs where the head size and the key count fill whole
-  // steps of 32 (Q·Kᵀ sums over the head, P·V over the keys). Note [AMX contractions].
-  if (spec.kind != KernelKind::Attention || spec.symbolic || !impl_->amx || measured_bf16_speedup() >= 1.0) return false;
+  // Where only AMX pays, the fused attention's products would be f32; split, both run as AMX
+  // GEMMs where the head size and the key count fill whole steps (Q·Kᵀ sums over the head,
+  // P·V over the keys). Note [AMX contractions].
+  if (spec.kind != KernelKind::Attention || spec.symbolic || !only_amx_pays(impl_->amx)) return false;
   const AttentionSpec& a = spec.attention;
-  return bf16_applies(spec, nullptr) && a.d % 32 == 0 && a.tk % 32 == 0;
+  return bf16_applies(spec, nullptr) && llvm_ir::amx_whole_steps(a.d) && llvm_ir::amx_whole_steps(a.tk);
 }
 
 std::string LlvmBackend::target_description() const {
