@@ -68,22 +68,26 @@ namespace fusor {
 // kPrefetchFloats ahead, which keeps more misses in flight than the hardware prefetchers
 // do while the FMAs run (BERT layer at seq 16: 2.3 -> 1.95 ms on a 2-vCPU Xeon). With at
 // most kFarPrefetchRows rows, few FMAs cover each byte of weights and the panel's first
-// tile waits on memory: the prefetch goes twice as far (8 KiB) and into L2 (prefetcht1),
-// whose queue holds more misses than L1's fill buffers. Measured on the 2-vCPU Xeon, the
-// BERT layer at one thread, three interleaved rounds (fusor run --repeat 30, medians):
-// seq 16 2.87-2.95 -> 2.22-2.46 ms, seq 64 9.7-10.7 -> 7.8-9.3 ms; at seq 128 the same
-// change cost 10%, so more rows keep the near prefetch into L1.
+// tile waits on memory: the prefetch goes twice as far (8 KiB).
 // That prefetch helps only a panel's first tile: the others find the panel in L2, and the
 // next panel's first tile waits on memory again. So with panels outer each tile also
 // prefetches its share of the *next* panel into L2 (BRead::next_lines: the panel's lines
-// split evenly among the task's tiles, one line every few steps), and a panel arrives while
-// the one before it is computed. Measured on the 2-vCPU Xeon (model 207), the BERT layer at
-// one thread, five interleaved rounds of `fusor run --repeat 30` (the medians' ratios,
-// paired by round): seq 128 0.86 (0.81-0.92), seq 384 0.93, seq 16 0.96; with the next
-// panel's prefetch alone (without the near one) seq 128 gained only 0.93. At two threads
-// (six rounds) seq 128 0.97 and seq 384 0.99, and seq 16 1.07 over four: GEMMs of at most
-// kFarPrefetchRows rows, whose few tiles would each fetch a large share, keep the far
-// prefetch alone.
+// split evenly among the task's tiles, spread evenly over its steps), and a panel arrives
+// while the one before it is computed. Measured on the 2-vCPU Xeon (model 207), the BERT
+// layer at one thread, five interleaved rounds of `fusor run --repeat 30` (the medians'
+// ratios, paired by round): seq 128 0.86 (0.81-0.92), seq 384 0.93, seq 16 0.96; with the
+// next panel's prefetch alone (without the near one) seq 128 gained only 0.93.
+// Few rows took the far prefetch into L2 (prefetcht1) without the next panel's, until the
+// next panel's prefetch stopped costing a line index per step (a multiply on the FMA ports:
+// emit_microkernel now takes several steps per iteration and prefetches per iteration);
+// with it the far prefetch goes into L1 as the near one does. The same Xeon, one thread,
+// `fusor run` medians over four or five interleaved rounds: the BERT layer at seq 64
+// 8.5-8.9 -> 7.5-7.7 ms, MatMul + bias 24 x 768 x 2304 0.80-0.84 -> 0.70-0.72 ms, seq 16
+// 2.36-2.40 -> 2.31-2.33 ms; 1 x 768 x 2304 (bound by L3's bandwidth) within noise; two
+// threads, seq 64 4.5-4.7 -> 4.1-4.3 ms in three of four rounds, seq 16 within noise. The
+// cheaper prefetch alone, MatMul + bias 128 x 768 x 2304: the best of 60 runs 2.71-2.74 ->
+// 2.59-2.61 ms over three rounds (175 GFLOP/s: this core's FMA peak as fusor_bench's
+// ceilings measure it), the BERT layer at seq 128 3-7% faster in each of five rounds.
 //
 // Note [Epilogue prefetch]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -136,7 +140,7 @@ using namespace llvm_ir;
 constexpr int64_t kScratchBytes = 512 * 1024;
 // How far ahead a micro-kernel prefetches a packed constant panel (codegen/cpu_rules.h).
 constexpr int64_t kPrefetchFloats = kPackedPanelPrefetchFloats;
-// Up to this many rows (m) the prefetch goes 2 * kPrefetchFloats ahead, into L2.
+// Up to this many rows (m) the prefetch goes 2 * kPrefetchFloats ahead.
 constexpr int64_t kFarPrefetchRows = 64;
 // AMX: the fewest panels a task with panels outer takes (contraction_tiling).
 constexpr int64_t kAmxTaskPanels = 16;
@@ -479,12 +483,13 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   if (choice.tiles_per_chunk > 0) t.tiles_per_chunk = std::min(choice.tiles_per_chunk, t.m_tiles);
   if (choice.panels_per_chunk > 0) t.panels_per_chunk = std::min(choice.panels_per_chunk, t.panels);
   bound_bf16_rows();
-  // The prepacked panel's prefetch (Note [Contraction kernels]): twice as far and into L2 for
-  // few rows, else near into L1 with the next panel's share per tile when panels are outer.
+  // The prepacked panel's prefetch (Note [Contraction kernels]): into L1, twice as far for few
+  // rows, with the next panel's share per tile when panels are outer (AMX: into L2 for few
+  // rows, no next panel).
   if (t.prepack && !t.direct) {  // (a direct convolution reads its image in place)
     const bool far = !spec.symbolic && f->m <= kFarPrefetchRows;
     t.prefetch_floats = far ? 2 * kPrefetchFloats : kPrefetchFloats;
-    t.prefetch_to_l2 = far;
+    t.prefetch_to_l2 = far && t.amx;  // (AMX tiles take no next-panel prefetch: far goes into L2)
     if (choice.prefetch >= 0) t.prefetch_floats = std::min<int64_t>(choice.prefetch, 16 * kPrefetchFloats);
     if (choice.prefetch_l2 >= 0) t.prefetch_to_l2 = choice.prefetch_l2 == 1;
     t.next_panel = !f->conv && t.panel_outer && !t.prefetch_to_l2 && !t.amx;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "codegen/index_math.h"
 #include "ir/error.h"
 
 namespace fusor::llvm_ir {
@@ -35,12 +36,22 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
      << ") #1 {\nentry:\n" << kEntryValues
      << "  br label %seg\nseg:\n"
      << "  %s = phi i64 [ 0, %entry ], [ %s.next, %seg.end ]\n";
+  // The next panel's share (Note [Contraction kernels]) is spread evenly over the steps: the
+  // loop takes `unroll` steps per iteration and prefetches `per_iter` lines from line
+  // %kk * per_iter of the share, where a line index per step (kk * lines / ks) cost a
+  // multiply and shifts on the FMA ports every step; the steps past the last whole iteration
+  // run in a second loop.
+  FUSOR_ASSERT(br.next_lines == 0 || !br.runtime_ks, "a next-panel prefetch needs the step count");
+  const int64_t unroll = br.next_lines > 0 ? std::clamp<int64_t>(br.ks / br.next_lines, 1, 8) : 1;
+  const int64_t iters = br.runtime_ks ? 0 : br.ks / unroll, rest = br.runtime_ks ? 0 : br.ks % unroll;
+  const int64_t per_iter = br.next_lines > 0 ? ceil_div(br.next_lines, iters) : 0;
+  const char* fin = rest ? "m" : "n";  // the accumulators after the last step
   auto acc = [](int64_t i, int64_t v, const char* stage) {
     return "%acc." + std::to_string(i) + "." + std::to_string(v) + "." + stage;
   };
   for (int64_t i = 0; i < t.mr; ++i)
     for (int64_t v = 0; v < t.nv; ++v)
-      os << "  " << acc(i, v, "s") << " = phi " << vt << " [ zeroinitializer, %entry ], [ " << acc(i, v, "n")
+      os << "  " << acc(i, v, "s") << " = phi " << vt << " [ zeroinitializer, %entry ], [ " << acc(i, v, fin)
          << ", %seg.end ]\n";
   IrText sg("g");
   std::string seg_prefix;  // per-call values the segments use (emitted in the entry block)
@@ -131,69 +142,104 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
     std::string bo = sg.op("mul i64 %s, " + i64(br.ks * t.nr));
     bs = sg.op("getelementptr inbounds float, ptr %b, i64 " + bo);
   }
-  os << sg.text() << "  br label %k\nk:\n  %kk = phi i64 [ 0, %seg ], [ %kk.next, %k ]\n";
-  for (int64_t i = 0; i < t.mr; ++i)
-    for (int64_t v = 0; v < t.nv; ++v)
-      os << "  " << acc(i, v, "k") << " = phi " << vt << " [ " << acc(i, v, "s") << ", %seg ], [ " << acc(i, v, "n")
-         << ", %k ]\n";
-  IrText kb("q");
-  std::string kb_off = kb.op("mul i64 %kk, " + i64(br.step));
-  std::vector<std::string> bv;
-  for (int64_t v = 0; v < t.nv; ++v) {
-    std::string o = v ? kb.op("add i64 " + kb_off + ", " + i64(v * t.vl)) : kb_off;
-    if (br.masked_image) {
-      std::string p = kb.op("getelementptr float, ptr " + bs + ", i64 " + o);
-      bv.push_back(kb.op("call " + vt + " @llvm.masked.load.v" + i64(t.vl) + "f32.p0(ptr " + p + ", i32 4, " + mt + " " +
-                         mask[size_t(v)] + ", " + vt + " zeroinitializer)"));
-    } else {
-      std::string p = kb.op("getelementptr inbounds float, ptr " + bs + ", i64 " + o);
-      bv.push_back(kb.op("load " + std::string(br.bf16 ? "<32 x bfloat>" : vt) + ", ptr " + p + ", align 4"));
-      if (br.prefetch_floats > 0) {
-        std::string pf = kb.op("getelementptr float, ptr " + p + ", i64 " + i64(br.prefetch_floats));
-        // (LLVM's locality 3 is prefetcht0, 2 prefetcht1.)
-        kb.line("call void @llvm.prefetch.p0(ptr " + pf + ", i32 0, i32 " + (br.prefetch_to_l2 ? "2" : "3") + ", i32 1)");
-      }
-    }
-  }
-  if (br.next_lines > 0) {
-    FUSOR_ASSERT(!br.runtime_ks, "a next-panel prefetch needs the step count");
-    std::string line = kb.op("udiv i64 " + kb.op("mul i64 %kk, " + i64(br.next_lines)) + ", " + i64(br.ks));
-    std::string p = kb.op("getelementptr i8, ptr %pf, i64 " + kb.op("shl i64 " + line + ", 6"));
-    kb.line("call void @llvm.prefetch.p0(ptr " + p + ", i32 0, i32 2, i32 1)");
-  }
-  std::string ka = astep == 1 ? "%kk" : kb.op("mul i64 %kk, " + i64(astep));
-  // bf16: each A element is a pair of bf16 broadcast to the 16 lanes, B's vectors 32 bf16.
-  // (LLVM 16's VectorCombine recurses forever on a bitcast of an i32 splat to bfloat, so
-  // the pair is loaded as <2 x bfloat> and shuffled.)
+  // One k step: B's vectors, A's broadcasts and the FMAs, from the accumulators of stage
+  // `from` to those of stage `to`, at step index `kidx` (an i64 value).
   std::string pair_mask = "<";
   for (int64_t l = 0; l < 32; ++l) pair_mask += (l ? ", i32 " : "i32 ") + i64(l % 2);
   pair_mask += ">";
-  for (int64_t i = 0; i < t.mr; ++i) {
-    std::string p = kb.op("getelementptr inbounds float, ptr " + ap[size_t(i)] + ", i64 " + ka);
-    std::string splat;
-    if (br.bf16) {
-      std::string x = kb.op("load <2 x bfloat>, ptr " + p + ", align 4");
-      splat = kb.op("shufflevector <2 x bfloat> " + x + ", <2 x bfloat> poison, <32 x i32> " + pair_mask);
-    } else {
-      std::string x = kb.op("load float, ptr " + p + ", align 4");
-      std::string ins = kb.op("insertelement " + vt + " poison, float " + x + ", i64 0");
-      splat = kb.op("shufflevector " + vt + " " + ins + ", " + vt + " poison, <" + i64(t.vl) + " x i32> zeroinitializer");
+  auto step_body = [&](IrText& kb, const std::string& kidx, const std::string& from, const std::string& to) {
+    std::string kb_off = kb.op("mul i64 " + kidx + ", " + i64(br.step));
+    std::vector<std::string> bv;
+    for (int64_t v = 0; v < t.nv; ++v) {
+      std::string o = v ? kb.op("add i64 " + kb_off + ", " + i64(v * t.vl)) : kb_off;
+      if (br.masked_image) {
+        std::string p = kb.op("getelementptr float, ptr " + bs + ", i64 " + o);
+        bv.push_back(kb.op("call " + vt + " @llvm.masked.load.v" + i64(t.vl) + "f32.p0(ptr " + p + ", i32 4, " + mt +
+                           " " + mask[size_t(v)] + ", " + vt + " zeroinitializer)"));
+      } else {
+        std::string p = kb.op("getelementptr inbounds float, ptr " + bs + ", i64 " + o);
+        bv.push_back(kb.op("load " + std::string(br.bf16 ? "<32 x bfloat>" : vt) + ", ptr " + p + ", align 4"));
+        if (br.prefetch_floats > 0) {
+          std::string pf = kb.op("getelementptr float, ptr " + p + ", i64 " + i64(br.prefetch_floats));
+          // (LLVM's locality 3 is prefetcht0, 2 prefetcht1.)
+          kb.line("call void @llvm.prefetch.p0(ptr " + pf + ", i32 0, i32 " + (br.prefetch_to_l2 ? "2" : "3") +
+                  ", i32 1)");
+        }
+      }
     }
-    for (int64_t v = 0; v < t.nv; ++v)
-      kb.line(acc(i, v, "n") + (br.bf16 ? " = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> " +
-                                              acc(i, v, "k") + ", <32 x bfloat> " + splat + ", <32 x bfloat> " + bv[size_t(v)] + ")"
-                                        : " = call " + vt + " @llvm.fma.v" + i64(t.vl) + "f32(" + vt + " " + splat +
-                                              ", " + vt + " " + bv[size_t(v)] + ", " + vt + " " + acc(i, v, "k") + ")"));
+    std::string ka = astep == 1 ? kidx : kb.op("mul i64 " + kidx + ", " + i64(astep));
+    // bf16: each A element is a pair of bf16 broadcast to the 16 lanes, B's vectors 32 bf16.
+    // (LLVM 16's VectorCombine recurses forever on a bitcast of an i32 splat to bfloat, so
+    // the pair is loaded as <2 x bfloat> and shuffled.)
+    for (int64_t i = 0; i < t.mr; ++i) {
+      std::string p = kb.op("getelementptr inbounds float, ptr " + ap[size_t(i)] + ", i64 " + ka);
+      std::string splat;
+      if (br.bf16) {
+        std::string x = kb.op("load <2 x bfloat>, ptr " + p + ", align 4");
+        splat = kb.op("shufflevector <2 x bfloat> " + x + ", <2 x bfloat> poison, <32 x i32> " + pair_mask);
+      } else {
+        std::string x = kb.op("load float, ptr " + p + ", align 4");
+        std::string ins = kb.op("insertelement " + vt + " poison, float " + x + ", i64 0");
+        splat = kb.op("shufflevector " + vt + " " + ins + ", " + vt + " poison, <" + i64(t.vl) +
+                      " x i32> zeroinitializer");
+      }
+      for (int64_t v = 0; v < t.nv; ++v)
+        kb.line(acc(i, v, to.c_str()) +
+                (br.bf16 ? " = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> " + acc(i, v, from.c_str()) +
+                               ", <32 x bfloat> " + splat + ", <32 x bfloat> " + bv[size_t(v)] + ")"
+                         : " = call " + vt + " @llvm.fma.v" + i64(t.vl) + "f32(" + vt + " " + splat + ", " + vt + " " +
+                               bv[size_t(v)] + ", " + vt + " " + acc(i, v, from.c_str()) + ")"));
+    }
+  };
+  auto phis = [&](const char* stage, const std::string& from_label, const char* from_stage,
+                  const std::string& loop_label, const char* loop_stage) {
+    for (int64_t i = 0; i < t.mr; ++i)
+      for (int64_t v = 0; v < t.nv; ++v)
+        os << "  " << acc(i, v, stage) << " = phi " << vt << " [ " << acc(i, v, from_stage) << ", %" << from_label
+           << " ], [ " << acc(i, v, loop_stage) << ", %" << loop_label << " ]\n";
+  };
+  os << sg.text() << "  br label %k\nk:\n  %kk = phi i64 [ 0, %seg ], [ %kk.next, %k ]\n";
+  phis("k", "seg", "s", "k", "n");
+  IrText kb("q");
+  std::string stage = "k";
+  for (int64_t u = 0; u < unroll; ++u) {
+    std::string kidx = unroll == 1 ? "%kk" : kb.op("add i64 " + kb.op("mul i64 %kk, " + i64(unroll)) + ", " + i64(u));
+    std::string to = u + 1 == unroll ? "n" : "u" + std::to_string(u);
+    step_body(kb, kidx, stage, to);
+    stage = to;
+  }
+  if (br.next_lines > 0) {
+    // (Where the iterations' lines outnumber the share's, the last iterations prefetch its
+    // last line again: a hint only, and the neighbours' lines stay theirs.)
+    std::string first = per_iter == 1 ? "%kk" : kb.op("mul i64 %kk, " + i64(per_iter));
+    for (int64_t j = 0; j < per_iter; ++j) {
+      std::string line = j ? kb.op("add i64 " + first + ", " + i64(j)) : first;
+      if (iters * per_iter > br.next_lines) {
+        std::string last = i64(br.next_lines - 1);
+        line = kb.op("select i1 " + kb.op("icmp ult i64 " + line + ", " + last) + ", i64 " + line + ", i64 " + last);
+      }
+      std::string p = kb.op("getelementptr i8, ptr %pf, i64 " + kb.op("shl i64 " + line + ", 6"));
+      kb.line("call void @llvm.prefetch.p0(ptr " + p + ", i32 0, i32 2, i32 1)");
+    }
   }
   os << kb.text() << "  %kk.next = add nuw nsw i64 %kk, 1\n  %kdone = icmp eq i64 %kk.next, "
-     << (br.runtime_ks ? std::string("%ks") : i64(br.ks))
-     << "\n  br i1 %kdone, label %seg.end, label %k\nseg.end:\n  %s.next = add nuw nsw i64 %s, 1\n"
+     << (br.runtime_ks ? std::string("%ks") : i64(iters)) << "\n  br i1 %kdone, label %"
+     << (rest ? "kt.pre" : "seg.end") << ", label %k\n";
+  if (rest) {
+    os << "kt.pre:\n  br label %kt\nkt:\n  %kr = phi i64 [ " << iters * unroll << ", %kt.pre ], [ %kr.next, %kt ]\n";
+    phis("t", "kt.pre", "n", "kt", "m");
+    IrText tb("r");
+    step_body(tb, "%kr", "t", "m");
+    os << tb.text() << "  %kr.next = add nuw nsw i64 %kr, 1\n  %krdone = icmp eq i64 %kr.next, " << br.ks
+       << "\n  br i1 %krdone, label %seg.end, label %kt\n";
+  }
+  os << "seg.end:\n  %s.next = add nuw nsw i64 %s, 1\n"
      << "  %sdone = icmp eq i64 %s.next, " << br.segs << "\n  br i1 %sdone, label %exit, label %seg\nexit:\n";
   IrText st("w");
   for (int64_t i = 0; i < t.mr; ++i)
     for (int64_t v = 0; v < t.nv; ++v) {
       std::string p = st.op("getelementptr inbounds float, ptr %tile, i64 " + i64(i * t.nr + v * t.vl));
-      st.line("store " + vt + " " + acc(i, v, "n") + ", ptr " + p + ", align 4");
+      st.line("store " + vt + " " + acc(i, v, fin) + ", ptr " + p + ", align 4");
     }
   os << st.text() << "  ret void\n}\n";
   std::string out = os.str();

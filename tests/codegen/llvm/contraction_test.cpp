@@ -9,6 +9,7 @@
 // contraction_util.h, which reasons it); the serial and pooled runs must agree exactly.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -211,10 +212,11 @@ output c
     }
   }
 
-  TEST_CASE("GEMMs of more than 64 rows prefetch the next panel into L2 while they compute this one") {
+  TEST_CASE("GEMMs with panels outer prefetch the next panel into L2 while they compute this one") {
     // (Note [Contraction kernels]: the task's tiles share the next panel's lines; up to 64
-    // rows the far prefetch within the panel is the only one.)
-    for (int64_t m : {16, 64, 65, 128}) {
+    // rows the prefetch within the panel goes twice as far, into L1 either way.)
+    int64_t near = 0;
+    for (int64_t m : {128, 65, 64, 16}) {
       CAPTURE(m);
       FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, 768, 3072),
                                      {});
@@ -223,10 +225,38 @@ output c
       const ContractionTiling t = contraction_tiling(*spec, 16);
       REQUIRE(t.prepack);
       REQUIRE(t.panel_outer);
+      CHECK(t.next_panel);
+      CHECK_FALSE(t.prefetch_to_l2);
+      if (m > 64) near = t.prefetch_floats;
+      CHECK(t.prefetch_floats == (m > 64 ? near : 2 * near));
       const std::string ir = emit_contraction_ir(*spec, "k", t);
-      const bool next = ir.find(", ptr %pf)") != std::string::npos;
-      CHECK(next == (m > 64));
-      if (next) CHECK(ir.find("getelementptr i8, ptr %pf") != std::string::npos);
+      CHECK(ir.find(", ptr %pf)") != std::string::npos);
+      CHECK(ir.find("getelementptr i8, ptr %pf") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("the next panel's prefetch takes several steps per iteration and runs the rest apart") {
+    // emit_microkernel: `unroll` steps per iteration and the steps past the last whole one
+    // in a second loop, or several lines per step where a tile's share outnumbers its steps.
+    // Shapes whose step count leaves a rest (101 steps by 5, 37 by 4) and two lines a step
+    // (16 rows: two tiles share a panel of 150 lines over 50 steps); each kernel against the
+    // static one.
+    LlvmBackend* be = test::llvm_backend_or_skip();
+    for (const auto& s : std::vector<std::array<int64_t, 3>>{{128, 101, 200}, {200, 37, 250}, {16, 50, 100}, {70, 9, 90}}) {
+      const int64_t m = s[0], k = s[1], n = s[2];
+      CAPTURE(m);
+      CAPTURE(k);
+      CAPTURE(n);
+      FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, m, k, n), {});
+      std::optional<KernelSpec> spec = lower_group(f, f.groups[0], nullptr);
+      REQUIRE(spec);
+      const ContractionTiling t = contraction_tiling(*spec, 16);
+      CHECK(t.next_panel);
+      const std::string ir = emit_contraction_ir(*spec, "k", t);
+      if (k == 101 || k == 37) CHECK(ir.find("kt.pre:") != std::string::npos);  // a rest of steps
+      if (!be) continue;
+      Checked c = check_contractions(*be, f, {{"a", test::randn({1, m, k}, 5)}});
+      CHECK(c.kernels == 1);
     }
   }
 
