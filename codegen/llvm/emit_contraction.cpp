@@ -61,6 +61,12 @@ namespace fusor {
 // MB of A per panel from L3 on a core of 1 MiB; 64 rows a task fit. The BERT layer at seq
 // 128 on a 2-vCPU Zen 5, `fusor run --repeat 40` medians, three interleaved rounds: one
 // thread 10.2-10.5 -> 9.6-9.8 ms, two threads 5.2-5.9 -> 4.7-5.5 ms; seq 384 within noise.
+// The panel being computed and the next one, which the tiles prefetch (below), share that L2
+// with A's rows: FF2 at seq 384 (panels of 3072 x 48, 590 KB each) took 80 rows a task, 983
+// KB, and the three did not fit a core of 2 MiB. A task takes no more rows than leave room
+// for both panels where two panels fit the core's L2 (64 rows there). The 2-vCPU Xeon (model
+// 207), 384 x 3072 x 768 + bias at one thread, `fusor run --repeat 15` medians over five
+// interleaved rounds: 16.8-21.7 -> 12.0-15.8 ms; at two threads 9.6-10.1 -> 7.2-7.6 ms (four).
 // These rules are the default; a tuned compile times their neighbours (Note [Tuned tilings]).
 //
 // Weights (a constant B, packed) are read once per call from L3 or memory when the
@@ -454,11 +460,12 @@ ContractionTiling contraction_tiling(const KernelSpec& spec, int64_t vector_floa
   bound_bf16_rows();
   // f32 with panels outer: every panel re-reads the task's rows of A, which stay in the core's
   // L2 only if they fit beside the panels streaming through: a task takes no more rows than
-  // fill half of it (Note [Contraction kernels]).
+  // fill half of it, nor more than leave room for the panel and the next one (prefetched
+  // meanwhile) where the two fit (Note [Contraction kernels]).
   if (!c.bf16 && t.panel_outer && !f->conv) {
-    const int64_t tile_bytes = t.mr * f->k * 4;
-    if (t.tiles_per_chunk * tile_bytes > l2_bytes / 2)
-      t.tiles_per_chunk = std::max<int64_t>(1, (l2_bytes / 2) / tile_bytes);
+    const int64_t tile_bytes = t.mr * f->k * 4, panel_bytes = t.nr * f->k * 4;
+    const int64_t budget = 2 * panel_bytes < l2_bytes ? std::min(l2_bytes / 2, l2_bytes - 2 * panel_bytes) : l2_bytes / 2;
+    if (t.tiles_per_chunk * tile_bytes > budget) t.tiles_per_chunk = std::max<int64_t>(1, budget / tile_bytes);
   }
   // Enough tasks to balance a few cores, split along the outer loop first: the operand it
   // walks is the one streamed (panels outer: B, the larger, e.g. the weights of a short

@@ -150,18 +150,23 @@ TEST_SUITE("llvm/tuning") {
     CHECK(amx_cases >= 1);
   }
 
-  TEST_CASE("an f32 task with panels outer takes no more rows of A than fill half the core's L2") {
-    // 256 x 3072 by a constant 3072 x 768: panels outer (n >= m); a tile row of A is 12 KiB.
-    FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 256, 3072, 768), {});
+  TEST_CASE("an f32 task with panels outer takes no more rows of A than fill half the core's L2, beside two panels") {
+    // 384 x 3072 by a constant 3072 x 768: panels outer (n >= m); a tile row of A is 12 KiB,
+    // a panel 3072 x 48 floats (576 KiB). Where two panels fit the L2 (2 MiB, 8 MiB), the
+    // task's rows leave room for them; where they do not (1 MiB), half the L2 bounds the rows.
+    FusedGraph f = test::fuse_text(test::matmul_bias_graph(1, 384, 3072, 768), {});
     const KernelSpec spec = test::lower_groups(f, GroupKind::Contraction).at(0);
     for (int64_t l2 : {int64_t(256) << 10, int64_t(1) << 20, int64_t(2) << 20, int64_t(8) << 20}) {
       CAPTURE(l2);
       const ContractionTiling t = contraction_tiling(spec, 16, {}, l2);
       CAPTURE(t.str());
       REQUIRE(t.panel_outer);
-      const int64_t a_bytes = t.tiles_per_chunk * t.mr * 3072 * 4;
+      const int64_t a_bytes = t.tiles_per_chunk * t.mr * 3072 * 4, panel_bytes = t.nr * 3072 * 4;
       CHECK((a_bytes <= l2 / 2 || t.tiles_per_chunk == 1));
-      if (l2 == (int64_t(8) << 20)) CHECK(t.tiles_per_chunk * t.mr >= 256);  // all rows fit: split by panels only
+      if (2 * panel_bytes < l2) CHECK(a_bytes + 2 * panel_bytes <= l2);
+      if (l2 == (int64_t(2) << 20)) CHECK(t.tiles_per_chunk * t.mr == 64);  // 80 rows before: 2.16 MB with the panels
+      if (l2 == (int64_t(1) << 20)) CHECK(t.tiles_per_chunk * t.mr == 40);  // (half of 1 MiB: 5 tiles of 8)
+      if (l2 == (int64_t(8) << 20)) CHECK(t.tiles_per_chunk * t.mr >= 192);  // bound only by the split into 16 tasks
     }
     CHECK(host_l2_bytes() >= (int64_t(256) << 10));
     CHECK(host_l2_bytes() <= (int64_t(8) << 20));
