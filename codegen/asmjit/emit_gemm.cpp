@@ -2,6 +2,9 @@
 // as an implicit GEMM over im2col panels, each with its epilogue), emitted with asmjit's
 // x86::Compiler: a register-blocked micro-kernel in the style of LIBXSMM / oneDNN.
 // Layer: codegen/asmjit.
+#include <array>
+#include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include "codegen/asmjit/emit_expr.h"
@@ -14,10 +17,16 @@ namespace fusor::asmjit_emit {
 // out[b..., m, n] = epilogue(Σ_k A[b..., m, k] · B[b..., k, n]). A task is one batch, a chunk
 // of B's panels and kGemmTaskRows rows of M (gemm_tasks: rows fastest, the panels split until
 // there are 16 tasks, so a short product still spreads over the cores). Inside a task, the
-// columns are walked in panels of NB = 2 vectors (32 floats with AVX-512, 16 with AVX2) and
-// each panel's rows in tiles of MR rows (6 with AVX-512's 32 registers, 4 with AVX2's 16). A
-// tile's MR x 2 accumulators live in vector registers; each k step loads B[k, panel] (two
-// vectors), broadcasts A[row, k] for each row, and issues MR x 2 FMAs. A constant B (weights)
+// columns are walked in panels of NV vectors (NB floats) and each panel's rows in tiles of MR
+// rows: a GEMM with AVX-512 takes 8 x 3 (24 accumulators of the 32 registers, NB 48, the
+// width the llvm backend packs weights in, so the tiers share one packed copy), a
+// convolution 6 x 2, AVX2 4 x 2 of its 16 (gemm_tile_rows, gemm_panel_vectors). A tile's
+// MR x NV accumulators live in vector registers; each k step loads B[k, panel] (NV vectors),
+// broadcasts A[row, k] for each row, and issues MR x NV FMAs. With 6 x 2 a step's 8 loads
+// fed 12 FMAs and the BERT layer's GEMMs ran ~1.3x slower than the llvm backend's 8 x 3; on
+// the 2-vCPU Xeon (model 207), one thread, `fusor run --backend asmjit` medians over three or
+// four interleaved rounds: seq 16 3.27-3.52 -> 2.64-2.70 ms, seq 128 14.6-25.7 -> 14.3-20.0
+// (a host whose load changed between rounds). A constant B (weights)
 // is packed once per plan by the runtime, [batch][panel][k][NB] (codegen/packing.h,
 // PackKind::Panels of width NB; CompiledKernel::prepacks), and read with unmasked vector loads,
 // each k step prefetching the panel kPackedPanelPrefetchFloats ahead (codegen/cpu_rules.h; past
@@ -58,6 +67,9 @@ namespace fusor::asmjit_emit {
 // (c/group * kh * kw rows of 32 floats) by kConvPanelBytes of stack.
 
 namespace {
+
+// The live lanes of a panel's vectors.
+using Lanes = std::array<Mask, kMaxPanelVectors>;
 
 // The largest packed B panel (k x nb floats) of a GEMM kept on the stack (a convolution's
 // im2col panel is always packed: contraction_supports bounds it by kConvPanelBytes).
@@ -102,7 +114,8 @@ class GemmEmitter {
   GemmEmitter(VecEmitter& emitter, const KernelSpec& s)
       : e(emitter), cc(emitter.cc), spec(s), c(s.contraction), conv(s.contraction.kind == ContractionSpec::Kind::Conv2d),
         rank(conv ? 0 : s.contraction.batch.size()), g(conv ? conv_geometry(c) : gemm_geometry(c)),
-        mr(emitter.avx512 ? 6 : 4), nb(2 * emitter.lanes), split(gemm_tasks(s, emitter.avx512)) {}
+        mr(gemm_tile_rows(conv, emitter.avx512)), nv(gemm_panel_vectors(conv, emitter.avx512)), nb(nv * emitter.lanes),
+        split(gemm_tasks(s, emitter.avx512)) {}
 
   void kernel(const x86::Gp& buffers, const x86::Gp& task_begin, const x86::Gp& task_end) {
     const int64_t tasks = split.tasks();
@@ -154,7 +167,8 @@ class GemmEmitter {
   const size_t rank;  // GEMM batch dims
   const Geometry g;
   const int64_t mr;   // tile rows
-  const int64_t nb;   // panel columns (2 vectors)
+  const int64_t nv;   // panel vectors (kMaxPanelVectors at most)
+  const int64_t nb;   // panel columns (nv vectors)
   const GemmTasks split;  // a GEMM's tasks, and whether its B is prepacked
   std::vector<x86::Gp> base;
   x86::Gp tile;
@@ -168,7 +182,7 @@ class GemmEmitter {
 
   // Copies the panel's k rows of nb columns (the live ones; gathered when B's columns are
   // strided) contiguously to `pack`.
-  void pack_panel(const x86::Gp& b_panel, const Mask (&live)[2]) {
+  void pack_panel(const x86::Gp& b_panel, const Lanes& live) {
     const int64_t sb_k = g.b_k, sb_n = g.b_n;
     x86::Gp src = e.gp(), dst = e.gp(), kk = e.gp();
     cc.mov(src, b_panel);
@@ -176,7 +190,7 @@ class GemmEmitter {
     cc.mov(kk, asmjit::Imm(g.k));
     asmjit::Label step = cc.newLabel();
     cc.bind(step);
-    for (int v = 0; v < 2; ++v) {
+    for (int v = 0; v < nv; ++v) {
       const int64_t off = int64_t(v) * e.lanes * sb_n;
       x86::Vec val;
       if (sb_n == 4) {
@@ -295,9 +309,9 @@ class GemmEmitter {
     x86::Gp b_panel = e.gp(), t = e.gp();
     e.mul_imm(t, n0, prepacked() ? g.k * 4 : g.b_n);  // packed: panel n0 / nb of k * nb floats
     cc.lea(b_panel, x86::ptr(b_batch, t));
-    // Live lanes of the panel's two vectors: clamp(nw - v*lanes, 0, lanes).
-    Mask live[2];
-    for (int v = 0; v < 2; ++v) {
+    // Live lanes of the panel's vectors: clamp(nw - v*lanes, 0, lanes).
+    Lanes live{};
+    for (int v = 0; v < nv; ++v) {
       x86::Gp cnt = e.gp(), zero = e.gp(), cap = e.gp();
       cc.mov(cnt, nw);
       cc.sub(cnt, asmjit::Imm(v * e.lanes));
@@ -339,8 +353,8 @@ class GemmEmitter {
     }
     cc.bind(through_tile);
     for (int64_t i = 0; i < mr; ++i)
-      for (int v = 0; v < 2; ++v)
-        cc.vmovups(x86::ptr(tile, int32_t((i * nb + v * e.lanes) * 4)), acc[size_t(i * 2 + v)]);
+      for (int v = 0; v < nv; ++v)
+        cc.vmovups(x86::ptr(tile, int32_t((i * nb + v * e.lanes) * 4)), acc[size_t(i * nv + v)]);
     if (!register_epilogue() && interleaves_epilogue()) {  // full tiles: vectors side by side
       asmjit::Label edge = cc.newLabel();
       cc.cmp(rows, asmjit::Imm(mr));
@@ -402,34 +416,29 @@ class GemmEmitter {
         env.access.push_back(AccessPtr{p, g.epi_col[x], t});
       }
       hoist_loads(e, epi, env);  // per row: values constant along the columns (a per-row bias)
-      for (int v = 0; v < 2; ++v) {
-        if (v == 1) advance(e, env.access);
+      for (int v = 0; v < nv; ++v) {
+        if (v > 0) advance(e, env.access);
         ExprEnv at = env;
-        at.acc = acc[size_t(i * 2 + v)];
+        at.acc = acc[size_t(i * nv + v)];
         emit_stores(e, epi, at, emit_expr(e, epi, at, Step{}), Step{});
       }
     }
   }
 
   // Accumulates the tile at rows [m0, m0 + rows) of the panel at b_panel into registers.
+  // A full tile reads its rows through one pointer and constant displacements; an edge tile
+  // through a pointer per row, those past its end repeating its first row. (Eight row
+  // pointers, the panel's, the k offset and the count left asmjit's allocator too few
+  // registers: it kept the panel pointer on the stack, a load and a store every step.)
   std::vector<x86::Vec> micro_kernel(const x86::Gp& a_batch, const x86::Gp& b_panel, const x86::Gp& m0, const x86::Gp& rows,
-                    const x86::Gp& nw, const Mask (&live)[2]) {
+                    const x86::Gp& nw, const Lanes& live) {
     const int64_t sa_m = g.a_row, sa_k = g.a_k;
     int64_t sb_k = g.b_k, sb_n = g.b_n;
-    // Row pointers: rows past the tile's end repeat its first row.
-    std::vector<x86::Gp> a(static_cast<size_t>(mr));
     x86::Gp row0 = e.gp(), t = e.gp();
     e.mul_imm(t, m0, sa_m);
     cc.lea(row0, x86::ptr(a_batch, t));
-    for (int64_t i = 0; i < mr; ++i) {
-      a[size_t(i)] = e.gp();
-      cc.mov(a[size_t(i)], row0);
-      if (i == 0) continue;
-      e.add_imm(a[size_t(i)], i * sa_m);
-      cc.cmp(rows, asmjit::Imm(i));
-      cc.cmovle(a[size_t(i)], row0);
-    }
-    std::vector<x86::Vec> acc(static_cast<size_t>(mr * 2));
+    std::vector<x86::Gp> a;  // the edge tile's row pointers
+    std::vector<x86::Vec> acc(static_cast<size_t>(mr * nv));
     for (x86::Vec& v : acc) v = e.zero();
 
     const bool packed = packs() || prepacked();
@@ -437,7 +446,7 @@ class GemmEmitter {
       sb_k = nb * 4;
       sb_n = 4;
     }
-    auto k_loop = [&](bool masked) {
+    auto k_loop = [&](bool masked, bool full_rows) {
       if (g.k == 0) return;
       x86::Gp bk = e.gp(), koff = e.gp(), kk = e.gp();
       cc.mov(bk, packs() ? pack : b_panel);
@@ -445,8 +454,8 @@ class GemmEmitter {
       cc.mov(kk, asmjit::Imm(g.k));
       asmjit::Label step = cc.newLabel();
       cc.bind(step);
-      x86::Vec bv[2];
-      for (int v = 0; v < 2; ++v) {
+      x86::Vec bv[kMaxPanelVectors];
+      for (int v = 0; v < nv; ++v) {
         const int64_t off = int64_t(v) * e.lanes * sb_n;
         if (sb_n == 4) {
           Step s;
@@ -461,26 +470,47 @@ class GemmEmitter {
         for (int64_t line = 0; line < nb / 16; ++line)
           cc.prefetcht0(x86::ptr(bk, int32_t((kPackedPanelPrefetchFloats + line * 16) * 4)));
       for (int64_t i = 0; i < mr; ++i) {
-        x86::Vec av = e.broadcast(x86::ptr(a[size_t(i)], koff));
-        for (int v = 0; v < 2; ++v) cc.vfmadd231ps(acc[size_t(i * 2 + v)], av, bv[v]);
+        x86::Vec av = e.broadcast(full_rows ? x86::ptr(row0, koff, 0, int32_t(i * sa_m)) : x86::ptr(a[size_t(i)], koff));
+        for (int v = 0; v < nv; ++v) cc.vfmadd231ps(acc[size_t(i * nv + v)], av, bv[v]);
       }
       e.add_imm(bk, sb_k);
       e.add_imm(koff, sa_k);
       cc.dec(kk);
       cc.jnz(step);
     };
-    if (packed) {
-      k_loop(false);
-    } else {
+    auto k_loops = [&](bool full_rows) {
+      if (packed) {
+        k_loop(false, full_rows);
+        return;
+      }
       asmjit::Label edge = cc.newLabel(), accumulated = cc.newLabel();
       cc.cmp(nw, asmjit::Imm(nb));
       cc.jne(edge);
-      k_loop(false);
+      k_loop(false, full_rows);
       cc.jmp(accumulated);
       cc.bind(edge);
-      k_loop(true);
+      k_loop(true, full_rows);
       cc.bind(accumulated);
+    };
+    asmjit::Label accumulated = cc.newLabel();
+    if ((mr - 1) * std::abs(sa_m) <= std::numeric_limits<int32_t>::max()) {  // (a full tile's rows lie in one buffer)
+      asmjit::Label edge_rows = cc.newLabel();
+      cc.cmp(rows, asmjit::Imm(mr));
+      cc.jne(edge_rows);
+      k_loops(true);
+      cc.jmp(accumulated);
+      cc.bind(edge_rows);
     }
+    for (int64_t i = 0; i < mr; ++i) {
+      a.push_back(e.gp());
+      cc.mov(a.back(), row0);
+      if (i == 0) continue;
+      e.add_imm(a.back(), i * sa_m);
+      cc.cmp(rows, asmjit::Imm(i));
+      cc.cmovle(a.back(), row0);
+    }
+    k_loops(false);
+    cc.bind(accumulated);
     return acc;
   }
 
@@ -515,6 +545,7 @@ class GemmEmitter {
   // row oy * stride_h - pad_t + i * dil_h, column ox * stride_w - pad_l + j * dil_w, or 0
   // in the padding and in lanes past the panel (masked gathers).
   void pack_conv_panel(const x86::Gp& image, const x86::Gp& n0, const x86::Gp& nw) {
+    FUSOR_ASSERT(nv == 2, "a convolution's im2col panel is two vectors wide");
     const Conv2dParams& p = c.conv;
     const int64_t s_c = c.a.strides[1], s_h = c.a.strides[2], s_w = c.a.strides[3];
     // Per lane: the window's top row and left column (dead lanes: far outside the image).
@@ -641,7 +672,8 @@ class GemmEmitter {
     cc.xor_(i, i);
     asmjit::Label row = cc.newLabel();
     cc.bind(row);
-    constexpr int rows_per_step = 2;  // divides mr (6 or 4)
+    // (Three vectors a row take one row a step: six copies of GELU would not fit the registers.)
+    const int rows_per_step = nv >= 3 ? 1 : 2;  // divides mr (8, 6 or 4)
     std::vector<ExprEnv> env(static_cast<size_t>(rows_per_step));
     for (int r = 0; r < rows_per_step; ++r) {
       x86::Gp ir = e.gp();
@@ -652,8 +684,8 @@ class GemmEmitter {
     x86::Gp tile_row = e.gp();
     e.mul_imm(tile_row, i, nb * 4);
     cc.add(tile_row, tile);
-    emit_interleaved(e, 2 * rows_per_step, [&](int copy) {
-      const int r = copy / 2, v = copy % 2;
+    emit_interleaved(e, rows_per_step * int(nv), [&](int copy) {
+      const int r = copy / int(nv), v = copy % int(nv);
       ExprEnv at = env[size_t(r)];
       for (AccessPtr& a : at.access) {  // the second vector's own pointers
         if (v == 0 || a.stride == 0) continue;

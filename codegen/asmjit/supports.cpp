@@ -104,8 +104,9 @@ bool conv_supports(const KernelSpec& spec, std::string* why) {
 GemmTasks gemm_tasks(const KernelSpec& spec, bool avx512) {
   const ContractionSpec& c = spec.contraction;
   GemmTasks t;
-  t.nb = avx512 ? 32 : 16;
-  if (c.kind == ContractionSpec::Kind::Conv2d) {  // (image, group) x panels of output pixels
+  const bool conv = c.kind == ContractionSpec::Kind::Conv2d;
+  t.nb = gemm_panel_vectors(conv, avx512) * (avx512 ? 16 : 8);
+  if (conv) {  // (image, group) x panels of output pixels
     t.batches = c.conv.n * c.conv.group;
     t.panels = std::max<int64_t>(1, (c.conv.oh * c.conv.ow + t.nb - 1) / t.nb);
   } else {

@@ -45,13 +45,21 @@ inline constexpr int64_t kConvPanelBytes = 256 * 1024;
 /// Rows of M one GEMM task covers at most.
 inline constexpr int64_t kGemmTaskRows = 64;
 
+/// The most vectors a panel of B spans (Note [asmjit GEMM kernels]).
+inline constexpr int kMaxPanelVectors = 3;
+/// A micro-kernel tile's rows: a GEMM's 8 x 3 vectors with AVX-512 (24 accumulators of 32
+/// registers, and kGemmTaskRows a multiple), a convolution's 6 x 2; 4 x 2 with AVX2's 16.
+inline int64_t gemm_tile_rows(bool conv, bool avx512) { return avx512 ? (conv ? 6 : 8) : 4; }
+/// The vectors of a micro-kernel tile's row, the width of B's panels in vectors.
+inline int gemm_panel_vectors(bool conv, bool avx512) { return avx512 && !conv ? 3 : 2; }
+
 /// How an asmjit contraction is split into tasks and where it reads B (Note [asmjit GEMM
 /// kernels]): a GEMM's tasks are (batch, chunk of panels, block of kGemmTaskRows rows), rows
 /// fastest, and a constant B is packed once by the runtime (codegen/packing.h,
 /// PackKind::Panels of width nb); a Conv2d's are (image and group, chunk of panels of output
 /// pixels), every output channel in each.
 struct GemmTasks {
-  int64_t nb = 0;               ///< panel columns: 2 vectors
+  int64_t nb = 0;               ///< panel columns: gemm_panel_vectors() vectors
   bool prepack = false;         ///< B is constant: packed once per plan, width nb
   int64_t batches = 1, m_blocks = 1, panels = 1, panels_per_task = 1, n_chunks = 1;
   int64_t tasks() const { return batches * n_chunks * m_blocks; }
