@@ -13,6 +13,6 @@
 namespace fusor {
 
 /// The engine version: "<release>+codegen.<n>".
-inline constexpr std::string_view kFusorVersion = "0.1.0+codegen.22";
+inline constexpr std::string_view kFusorVersion = "0.1.0+codegen.24";
 
 }  // namespace fusor
