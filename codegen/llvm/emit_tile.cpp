@@ -58,7 +58,7 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
   const int64_t iters = br.runtime_ks ? 0 : br.ks / unroll, rest = br.runtime_ks ? 0 : br.ks % unroll;
   const int64_t per_iter = br.next_lines > 0 ? ceil_div(br.next_lines, iters) : 0;
   const char* fin = rest ? "m" : "n";  // the accumulators after the last step
-  auto acc = [](int64_t i, int64_t v, const char* stage) {
+  auto acc = [](int64_t i, int64_t v, const std::string& stage) {
     return "%acc." + std::to_string(i) + "." + std::to_string(v) + "." + stage;
   };
   for (int64_t i = 0; i < t.mr; ++i)
@@ -196,15 +196,15 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
                       " x i32> zeroinitializer");
       }
       for (int64_t v = 0; v < t.nv; ++v)
-        kb.line(acc(i, v, to.c_str()) +
-                (br.bf16 ? " = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> " + acc(i, v, from.c_str()) +
+        kb.line(acc(i, v, to) +
+                (br.bf16 ? " = call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float> " + acc(i, v, from) +
                                ", <32 x bfloat> " + splat + ", <32 x bfloat> " + bv[size_t(v)] + ")"
                          : " = call " + vt + " @llvm.fma.v" + i64(t.vl) + "f32(" + vt + " " + splat + ", " + vt + " " +
-                               bv[size_t(v)] + ", " + vt + " " + acc(i, v, from.c_str()) + ")"));
+                               bv[size_t(v)] + ", " + vt + " " + acc(i, v, from) + ")"));
     }
   };
-  auto phis = [&](const char* stage, const std::string& from_label, const char* from_stage,
-                  const std::string& loop_label, const char* loop_stage) {
+  auto phis = [&](const std::string& stage, const std::string& from_label, const std::string& from_stage,
+                  const std::string& loop_label, const std::string& loop_stage) {
     for (int64_t i = 0; i < t.mr; ++i)
       for (int64_t v = 0; v < t.nv; ++v)
         os << "  " << acc(i, v, stage) << " = phi " << vt << " [ " << acc(i, v, from_stage) << ", %" << from_label
@@ -236,10 +236,10 @@ std::string emit_microkernel(const std::string& name, const TileShape& t, const 
   }
   os << kb.text() << "  %kk.next = add nuw nsw i64 %kk, 1\n  %kdone = icmp eq i64 %kk.next, "
      << (br.runtime_ks ? std::string("%ks") : i64(iters)) << "\n  br i1 %kdone, label %"
-     << (rest ? "kt.pre" : "seg.end") << ", label %k\n";
+     << (rest ? "kt" : "seg.end") << ", label %k\n";
   if (rest) {
-    os << "kt.pre:\n  br label %kt\nkt:\n  %kr = phi i64 [ " << iters * unroll << ", %kt.pre ], [ %kr.next, %kt ]\n";
-    phis("t", "kt.pre", "n", "kt", "m");
+    os << "kt:\n  %kr = phi i64 [ " << iters * unroll << ", %k ], [ %kr.next, %kt ]\n";
+    phis("t", "k", "n", "kt", "m");
     IrText tb("r");
     step_body(tb, "%kr", "t", "m");
     os << tb.text() << "  %kr.next = add nuw nsw i64 %kr, 1\n  %krdone = icmp eq i64 %kr.next, " << br.ks
