@@ -56,6 +56,29 @@ bool host_has_avx512() {
 
 }  // namespace
 
+// Note [asmjit's debug register checks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Debian's libasmjit.a (0.0~git20221210) is compiled without NDEBUG, which asmjit reads as
+// ASMJIT_BUILD_DEBUG: its register allocator then re-verifies the whole register assignment
+// (every physical register of every group against its work register) after each assign,
+// unassign, swap and spill, RAAssignment::verify. That self-check was half the time of an
+// asmjit compile (perf, cpu-clock: 27% of `compile/gemm/asmjit`'s samples, the rest of the
+// allocator ~15%), which is the first request's time under tiering. The check is an
+// `inline` member of a private header, emitted as a weak symbol and called through it, so a
+// strong definition here replaces it at link time; a release build of asmjit has no such
+// symbol and this one stays unused. Nothing else changes: the assertions stay, and
+// DiagnosticOptions' validation (AsmjitBackend::compile) still rejects invalid instructions.
+// The mangled name is spelled out for the ABI namespace asmjit names in its headers.
+#define FUSOR_ASMJIT_STR2(x) #x
+#define FUSOR_ASMJIT_STR(x) FUSOR_ASMJIT_STR2(x)
+static_assert(sizeof(FUSOR_ASMJIT_STR(ASMJIT_ABI_NAMESPACE)) == sizeof("_abi_1_9"),
+              "asmjit's ABI namespace changed length: update the mangled name below");
+extern "C" void fusor_asmjit_ra_assignment_verify() __asm__(
+    "_ZN6asmjit8" FUSOR_ASMJIT_STR(ASMJIT_ABI_NAMESPACE) "12RAAssignment6verifyEv");
+extern "C" void fusor_asmjit_ra_assignment_verify() {}
+#undef FUSOR_ASMJIT_STR
+#undef FUSOR_ASMJIT_STR2
+
 struct AsmjitBackend::Impl {
   Options options;
   bool avx512 = false;
