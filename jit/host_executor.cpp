@@ -45,7 +45,8 @@ class HostExecutor final : public Executor {
     const EngineOptions& o = ctx_.options;
     const bool later = (o.background_compile || o.tiering || ref) && jit_;
     std::shared_ptr<const Plan> plan = ref ? symbolic_first_plan(g, key.inputs, *ref)
-                                           : plan_on(g, key.inputs, later ? first_tier_.get() : jit_.get());
+                                           : plan_on(g, key.inputs, later ? first_tier_.get() : jit_.get(),
+                                                     request_compile_threads());
     entry->plan.store(plan);
     if (later && (!ref || o.specialize)) background_.submit(key, g, entry);
     return {entry, plan->bytes};
@@ -128,13 +129,21 @@ class HostExecutor final : public Executor {
     return {};
   }
 
+  // The threads that compile the kernels of a plan a request waits for: the engine's
+  // (Note [Kernels compiled side by side], jit/plan.cpp), except when compiles are tuned,
+  // whose timings another compile beside them would disturb. Background plans compile on
+  // their one thread.
+  int request_compile_threads() const { return ctx_.options.tune ? 1 : ctx_.pool.num_threads(); }
+
   // The plan of g with its groups on `be`'s exact kernels where it takes them and the
-  // static kernels elsewhere (be null: all static, no compile).
-  std::shared_ptr<Plan> plan_on(const Graph& g, const std::vector<TensorType>& types, JitBackend* be) {
+  // static kernels elsewhere (be null: all static, no compile), compiled on
+  // `compile_threads` threads.
+  std::shared_ptr<Plan> plan_on(const Graph& g, const std::vector<TensorType>& types, JitBackend* be,
+                                int compile_threads) {
     ChooseKernel choose;
     if (be)
       choose = [this, be](const FusedGraph& f, size_t i) { return exact_kernel(*be, kernels_, f, i, ctx_.options.precision); };
-    return build_plan(g, types, ctx_.fuser, ctx_.constants, choose);
+    return build_plan(g, types, ctx_.fuser, ctx_.constants, choose, compile_threads);
   }
 
   // The first plan of a size of the symbolic dim (Note [Symbolic first plans]).
@@ -144,7 +153,7 @@ class HostExecutor final : public Executor {
     std::shared_ptr<Plan> plan =
         build_plan(g, types, ctx_.fuser, ctx_.constants, [&](const FusedGraph& f, size_t i) {
           return symbolic_first_kernel(f, i, ref, *jit_, fallback, kernels_, ctx_.options.precision);
-        });
+        }, request_compile_threads());
     for (const Step& st : plan->steps) symbolic_steps_.fetch_add(st.extent >= 0, std::memory_order_relaxed);
     return plan;
   }
@@ -153,7 +162,7 @@ class HostExecutor final : public Executor {
   // kernel the faster of the two tiers' (Note [Tiering]).
   std::shared_ptr<const ExecutablePlan> final_plan(const Graph& g, const std::vector<TensorType>& types,
                                                    const ExecutablePlan& first) {
-    std::shared_ptr<Plan> plan = plan_on(g, types, jit_.get());
+    std::shared_ptr<Plan> plan = plan_on(g, types, jit_.get(), 1);
     if (first_tier_) {
       const uint64_t kept = keep_faster(static_cast<const Plan&>(first), *plan);
       first_tier_kept_.fetch_add(kept, std::memory_order_relaxed);

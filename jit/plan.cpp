@@ -1,6 +1,10 @@
 #include "jit/plan.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <system_error>
+#include <thread>
 #include <unordered_set>
 
 #include "codegen/lower.h"
@@ -102,6 +106,55 @@ void plan_arena(Plan& plan) {
   plan.placed = std::move(placed);
 }
 
+// Note [Kernels compiled side by side]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A new shape's plan waits for its kernels, and each group's kernel is independent of the
+// others: build_plan asks `choose` for every group before it lays out the steps, on up to
+// `compile_threads` threads (the caller and helpers started for this plan alone, not the
+// engine's pool, which may be running another request's kernels meanwhile). Each thread
+// takes the next group not yet taken, so the long GEMM compiles spread over the threads.
+// The kernel source is thread-safe and single-flight, and LLVM compiles each kernel with
+// its own TargetMachine (codegen/llvm/llvm_jit.cpp). What a group's `choose` throws is kept
+// and rethrown when the steps reach that group, so the error is the first group's in plan
+// order, as when they compiled one by one. Fewer than two groups with a kernel kind, one
+// thread, or a system that refuses another thread: the groups are chosen on the caller
+// alone. The parts of a declined attention (Note [Declined attention]) are chosen the same
+// way once it is split.
+struct Choice {
+  GroupKernel kernel;
+  std::exception_ptr error;
+};
+
+std::vector<Choice> choose_groups(const FusedGraph& f, size_t first, size_t count, const ChooseKernel& choose,
+                                  int compile_threads) {
+  std::vector<Choice> out(count);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < count;) {
+      try {
+        out[i].kernel = choose(f, first + i);
+      } catch (...) {
+        out[i].error = std::current_exception();
+      }
+    }
+  };
+  size_t kernels = 0;
+  for (size_t i = first; i < first + count; ++i)
+    kernels += f.groups[i].kind != GroupKind::View && f.groups[i].kind != GroupKind::Opaque;
+  std::vector<std::thread> helpers;
+  const size_t wanted = std::min(size_t(std::max(compile_threads, 1)), kernels);
+  for (size_t t = 1; t < wanted; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // the caller does the rest
+    }
+  }
+  work();
+  for (std::thread& h : helpers) h.join();
+  return out;
+}
+
 }  // namespace
 
 void apply_precision(KernelSpec& spec, Precision precision, const JitBackend& backend) {
@@ -151,7 +204,7 @@ GroupKernel exact_kernel(JitBackend& backend, HostKernelSource& source, const Fu
 // two products then AMX GEMMs; Note [AMX contractions], codegen/llvm/emit_amx.cpp).
 
 std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, const Fuser& fuser,
-                                 SharedConstants& constants, const ChooseKernel& choose) {
+                                 SharedConstants& constants, const ChooseKernel& choose, int compile_threads) {
   auto plan = std::make_shared<Plan>();
   SharedStorage shared;  // the user's constants, then derived and interned ones
   for (const Constant& c : g.constants()) shared.insert(c.data.raw());
@@ -161,8 +214,12 @@ std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& 
   const Graph& fg = f.graph;
   plan->is_output.assign(fg.values().size(), 0);
   for (ValueId o : fg.outputs()) plan->is_output[size_t(o)] = 1;
+  // Every group's kernel first, side by side (Note [Kernels compiled side by side]).
+  std::vector<Choice> chosen =
+      choose ? choose_groups(f, 0, f.groups.size(), choose, compile_threads) : std::vector<Choice>(f.groups.size());
   for (size_t gi = 0; gi < f.groups.size(); ++gi) {
-    GroupKernel k = choose ? choose(f, gi) : GroupKernel{};
+    if (chosen[gi].error) std::rethrow_exception(chosen[gi].error);
+    GroupKernel k = std::move(chosen[gi].kernel);
     if (!k.kernel && choose && f.groups[gi].kind == GroupKind::Attention) {
       // Note [Declined attention]: its parts, each offered to the backend in turn.
       std::vector<FusionGroup> parts = split_attention(fg, f.groups[gi]);
@@ -171,6 +228,10 @@ std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& 
                      parts[0].pattern + ", " + parts[1].pattern + " and " + parts[2].pattern);
       f.groups.erase(f.groups.begin() + std::ptrdiff_t(gi));
       f.groups.insert(f.groups.begin() + std::ptrdiff_t(gi), parts.begin(), parts.end());
+      std::vector<Choice> part_kernels = choose_groups(f, gi, parts.size(), choose, compile_threads);
+      chosen.erase(chosen.begin() + std::ptrdiff_t(gi));
+      chosen.insert(chosen.begin() + std::ptrdiff_t(gi), std::make_move_iterator(part_kernels.begin()),
+                    std::make_move_iterator(part_kernels.end()));
       --gi;
       continue;
     }

@@ -110,8 +110,10 @@ void apply_precision(KernelSpec& spec, Precision precision, const JitBackend& ba
 
 /// The plan of g at `input_types`: traced and fused by `fuser`, its pass-made constants
 /// interned and packed operands shared through `constants`, each group on the kernel
-/// `choose` gives (null `choose`: every group on the static kernels).
+/// `choose` gives (null `choose`: every group on the static kernels). `choose` is called for
+/// the groups on up to `compile_threads` threads at once (Note [Kernels compiled side by
+/// side], plan.cpp): above 1 it must be thread-safe.
 std::shared_ptr<Plan> build_plan(const Graph& g, const std::vector<TensorType>& input_types, const Fuser& fuser,
-                                 SharedConstants& constants, const ChooseKernel& choose);
+                                 SharedConstants& constants, const ChooseKernel& choose, int compile_threads = 1);
 
 }  // namespace fusor

@@ -5,7 +5,12 @@
 // the graph means.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "codegen/lower.h"
 #include "ir/text_format.h"
@@ -166,5 +171,73 @@ output y
 
     TensorMap wrong{{"e", Tensor::zeros(DType::F32, Shape{4, 6})}};
     CHECK_THROWS_AS(execute_plan(*plan, {&x}, wrong, m.pool, arenas, nullptr), Error);
+  }
+
+  TEST_CASE("a plan's kernels are chosen side by side on its compile threads (Note [Kernels compiled side by side])") {
+    test::Planner m = unfused();  // Relu, Exp and Neg: three groups with a kernel kind, and a view
+    const Graph g = parse_graph(kText);
+    const std::vector<TensorType> types{TensorType{DType::F32, Shape{4, 6}}};
+    std::mutex mu;
+    std::condition_variable cv;
+    int active = 0, most = 0;
+    std::set<std::thread::id> threads;
+    // Each call waits (up to 10 s) for another one to be under way, so two threads overlap
+    // whenever the plan gives its groups to two.
+    auto rendezvous = [&](const FusedGraph& f, size_t i) {
+      std::unique_lock<std::mutex> lk(mu);
+      threads.insert(std::this_thread::get_id());
+      most = std::max(most, ++active);
+      cv.notify_all();
+      cv.wait_for(lk, std::chrono::seconds(10), [&] { return most >= 2; });
+      --active;
+      (void)f;
+      (void)i;
+      return GroupKernel{};
+    };
+    std::shared_ptr<Plan> side = build_plan(g, types, m.fuser, m.constants, rendezvous, 2);
+    CHECK(most >= 2);
+    CHECK(threads.size() == 2);
+    // One thread: every group on the caller, one at a time.
+    threads.clear();
+    int calls = 0;
+    std::shared_ptr<Plan> turn = build_plan(g, types, m.fuser, m.constants, [&](const FusedGraph&, size_t) {
+      threads.insert(std::this_thread::get_id());
+      ++calls;
+      return GroupKernel{};
+    }, 1);
+    CHECK(calls == 3);  // every group is asked, the view included (Neg, read by nobody, is not traced)
+    REQUIRE(threads.size() == 1);
+    CHECK(*threads.begin() == std::this_thread::get_id());
+    // The same plan either way.
+    REQUIRE(side->steps.size() == turn->steps.size());
+    for (size_t i = 0; i < side->steps.size(); ++i) CHECK(side->steps[i].label == turn->steps[i].label);
+  }
+
+  TEST_CASE("a group whose kernel fails throws the first failing group's error in plan order, whatever ends first") {
+    test::Planner m = unfused();
+    const Graph g = parse_graph(kText);
+    const std::vector<TensorType> types{TensorType{DType::F32, Shape{4, 6}}};
+    for (int threads : {1, 3}) {
+      CAPTURE(threads);
+      // Relu's group (first in plan order) fails late, Exp's at once.
+      auto choose = [](const FusedGraph& f, size_t i) -> GroupKernel {
+        const Node& first = f.graph.node(f.groups[i].nodes.front());
+        const std::string& anchor = f.graph.value(first.outputs.front()).name;
+        if (anchor == "a") {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          fail(ErrorCode::CompileFailed, "kernel of a");
+        }
+        if (anchor == "e") fail(ErrorCode::Unsupported, "kernel of e");
+        return GroupKernel{};
+      };
+      try {
+        build_plan(g, types, m.fuser, m.constants, choose, threads);
+        FAIL("no error");
+      } catch (const Error& e) {
+        INFO(e.what());
+        CHECK(e.code() == ErrorCode::CompileFailed);
+        CHECK(std::string(e.what()).find("kernel of a") != std::string::npos);
+      }
+    }
   }
 }
