@@ -140,6 +140,17 @@ class KeyedCache {
     return value;
   }
 
+  /// The value for key when it is built and held (a hit, most recently used now), else
+  /// null: never builds, and never waits for a build under way.
+  std::shared_ptr<const Value> find(const Key& key) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end() || !it->second->done) return nullptr;
+    ++stats_.hits;
+    lru_.splice(lru_.begin(), lru_, it->second->lru);
+    return it->second->value;
+  }
+
   /// Charges `bytes` for key's completed entry when it still holds `value` (whose contents
   /// changed in place, e.g. a plan replaced in its entry), evicting least recently used
   /// entries to meet the budget; otherwise does nothing.

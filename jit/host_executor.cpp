@@ -44,11 +44,15 @@ class HostExecutor final : public Executor {
     std::shared_ptr<const ReferenceSpecs> ref = jit_ ? symbolic_.reference_for(g, key) : nullptr;
     const EngineOptions& o = ctx_.options;
     const bool later = (o.background_compile || o.tiering || ref) && jit_;
-    std::shared_ptr<const Plan> plan = ref ? symbolic_first_plan(g, key.inputs, *ref)
+    // With a first tier, a symbolic first plan compiles nothing on the request's path (Note
+    // [Symbolic kernels compiled behind the first size]).
+    std::shared_ptr<const Plan> plan = ref ? symbolic_first_plan(g, key.inputs, ref, first_tier_ != nullptr)
                                            : plan_on(g, key.inputs, later ? first_tier_.get() : jit_.get(),
                                                      request_compile_threads());
+    if (ref)
+      for (const Step& st : plan->steps) symbolic_steps_.fetch_add(st.extent >= 0, std::memory_order_relaxed);
     entry->plan.store(plan);
-    if (later && (!ref || o.specialize)) background_.submit(key, g, entry);
+    if (later && (!ref || o.specialize || plan->symbolic_pending)) background_.submit(key, g, entry);
     return {entry, plan->bytes};
   }
 
@@ -146,15 +150,21 @@ class HostExecutor final : public Executor {
     return build_plan(g, types, ctx_.fuser, ctx_.constants, choose, compile_threads);
   }
 
-  // The first plan of a size of the symbolic dim (Note [Symbolic first plans]).
+  // The first plan of a size of the symbolic dim (Note [Symbolic first plans]): with
+  // `only_compiled`, on the llvm kernels that need no compile and the first tier elsewhere,
+  // the reference kept in symbolic_pending when some were missing; else compiling what it
+  // needs on `compile_threads` threads.
   std::shared_ptr<Plan> symbolic_first_plan(const Graph& g, const std::vector<TensorType>& types,
-                                            const ReferenceSpecs& ref) {
+                                            const std::shared_ptr<const ReferenceSpecs>& ref, bool only_compiled,
+                                            int compile_threads = 0) {
     JitBackend* fallback = first_tier_.get();
+    std::atomic<bool> missing{false};
     std::shared_ptr<Plan> plan =
         build_plan(g, types, ctx_.fuser, ctx_.constants, [&](const FusedGraph& f, size_t i) {
-          return symbolic_first_kernel(f, i, ref, *jit_, fallback, kernels_, ctx_.options.precision);
-        }, request_compile_threads());
-    for (const Step& st : plan->steps) symbolic_steps_.fetch_add(st.extent >= 0, std::memory_order_relaxed);
+          return symbolic_first_kernel(f, i, *ref, *jit_, fallback, kernels_, ctx_.options.precision,
+                                       only_compiled ? &missing : nullptr);
+        }, compile_threads > 0 ? compile_threads : request_compile_threads());
+    if (missing.load()) plan->symbolic_pending = ref;
     return plan;
   }
 
@@ -162,7 +172,14 @@ class HostExecutor final : public Executor {
   // kernel the faster of the two tiers' (Note [Tiering]).
   std::shared_ptr<const ExecutablePlan> final_plan(const Graph& g, const std::vector<TensorType>& types,
                                                    const ExecutablePlan& first) {
-    std::shared_ptr<Plan> plan = plan_on(g, types, jit_.get(), 1);
+    const Plan& first_plan = static_cast<const Plan&>(first);
+    std::shared_ptr<Plan> plan;
+    if (first_plan.symbolic_pending) {
+      // The symbolic kernels the first plan lacked, compiled here (Note [Symbolic kernels
+      // compiled behind the first size]); that plan is the final one without specialize.
+      plan = symbolic_first_plan(g, types, first_plan.symbolic_pending, false, 1);
+    }
+    if (!plan || ctx_.options.specialize) plan = plan_on(g, types, jit_.get(), 1);
     if (first_tier_) {
       const uint64_t kept = keep_faster(static_cast<const Plan&>(first), *plan);
       first_tier_kept_.fetch_add(kept, std::memory_order_relaxed);

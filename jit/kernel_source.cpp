@@ -42,17 +42,30 @@ KernelSource<Backend, Kernel>::KernelSource(Options options)
 template <class Backend, class Kernel>
 std::shared_ptr<const Kernel> KernelSource<Backend, Kernel>::get(Backend& backend, KernelSpec spec) {
   KernelKey key{std::move(spec), std::string(backend.name()), backend.target_description(), backend.compiler_version()};
-  return kernels_.get_or_build(key, [&] { return make(backend, key); });
+  return kernels_.get_or_build(key, [&] { return make(backend, key, std::nullopt); });
 }
 
 template <class Backend, class Kernel>
-SizedValue<Kernel> KernelSource<Backend, Kernel>::make(Backend& backend, const KernelKey& key) {
+std::shared_ptr<const Kernel> KernelSource<Backend, Kernel>::find(Backend& backend, KernelSpec spec) {
+  KernelKey key{std::move(spec), std::string(backend.name()), backend.target_description(), backend.compiler_version()};
+  if (std::shared_ptr<const Kernel> k = kernels_.find(key)) return k;
+  KernelStore* store = backend.can_load() ? options_.store : nullptr;
+  if (!store) return nullptr;
+  std::optional<std::vector<uint8_t>> payload = store->get(key.serialize());
+  if (!payload) return nullptr;
+  return kernels_.get_or_build(key, [&] { return make(backend, key, std::move(payload)); });
+}
+
+template <class Backend, class Kernel>
+SizedValue<Kernel> KernelSource<Backend, Kernel>::make(Backend& backend, const KernelKey& key,
+                                                       std::optional<std::vector<uint8_t>> payload) {
   KernelStore* store = backend.can_load() ? options_.store : nullptr;
   std::shared_ptr<const Kernel> k;
   std::string key_bytes;
   if (store) {
     key_bytes = key.serialize();
-    if (std::optional<std::vector<uint8_t>> payload = store->get(key_bytes)) {
+    if (!payload) payload = store->get(key_bytes);
+    if (payload) {
       try {
         k = backend.load(key.spec, std::string(payload->begin(), payload->end()));
         store_hits_.fetch_add(1, std::memory_order_relaxed);

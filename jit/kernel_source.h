@@ -25,7 +25,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cache/kernel_key.h"
 #include "cache/kernel_store.h"
@@ -53,12 +55,17 @@ class KernelSource {
   /// The kernel of `spec` on `backend`. Throws the backend's errors (Unsupported,
   /// CompileFailed); a failure is not cached.
   std::shared_ptr<const Kernel> get(Backend& backend, KernelSpec spec);
+  /// The kernel of `spec` on `backend` when it needs no compile: in memory, or loadable
+  /// from the persistent store (loaded now); else null. A stored payload the backend
+  /// refuses is warned about and compiled, as get() does.
+  std::shared_ptr<const Kernel> find(Backend& backend, KernelSpec spec);
   /// Adds the kernel counters to `s`: hits, evictions and bytes of the cache, compiles,
   /// store hits and writes, compile and load times.
   void add_stats(EngineStats& s) const;
 
  private:
-  SizedValue<Kernel> make(Backend& backend, const KernelKey& key);
+  // Loads key's kernel from `payload` (read from the store: null, read it now) or compiles it.
+  SizedValue<Kernel> make(Backend& backend, const KernelKey& key, std::optional<std::vector<uint8_t>> payload);
 
   Options options_;
   KeyedCache<KernelKey, Kernel, KernelKeyHash> kernels_;

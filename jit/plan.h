@@ -42,6 +42,8 @@ class StepFlag {
   mutable std::atomic<bool> v_{false};
 };
 
+struct ReferenceSpecs;
+
 /// One unit of execution: a static kernel for one node (or a zero-copy reshape), or a JIT
 /// kernel for a whole group.
 struct Step {
@@ -80,6 +82,10 @@ struct Plan final : ExecutablePlan {
   std::vector<ValueId> constants;     ///< the constants of the fused graph
   int64_t arena_bytes = 0;
   uint64_t own_bytes = 0;
+  /// A symbolic first plan that ran groups on the first tier because their llvm kernels
+  /// were not compiled yet: the reference its background job compiles them against (Note
+  /// [Symbolic kernels compiled behind the first size], jit/symbolic_plans.h); else null.
+  std::shared_ptr<const ReferenceSpecs> symbolic_pending;
 };
 
 /// Sets plan.bytes from its own bytes and the resident bytes of each distinct kernel its

@@ -1,5 +1,7 @@
 #include "jit/symbolic_plans.h"
 
+#include <atomic>
+
 #include "codegen/lower.h"
 #include "codegen/symbolic.h"
 #include "ir/error.h"
@@ -59,11 +61,19 @@ std::shared_ptr<const ReferenceSpecs> SymbolicReferences::reference_for(const Gr
 }
 
 GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const ReferenceSpecs& ref, JitBackend& jit,
-                                  JitBackend* fallback, HostKernelSource& source, Precision precision) {
+                                  JitBackend* fallback, HostKernelSource& source, Precision precision,
+                                  std::atomic<bool>* missing) {
   const FusionGroup& grp = f.groups[group];
   if (grp.kind == GroupKind::View || grp.kind == GroupKind::Opaque) return {};
   std::optional<KernelSpec> lowered = lower_group(f, grp, nullptr);  // once, for every path below
   if (!lowered) return {};
+  // `jit`'s kernel of spec: compiled when needed, or (missing) only when it needs no compile.
+  auto jit_kernel = [&](KernelSpec spec) -> std::shared_ptr<const CompiledKernel> {
+    if (!missing) return source.get(jit, std::move(spec));
+    std::shared_ptr<const CompiledKernel> ready = source.find(jit, std::move(spec));
+    if (!ready) missing->store(true, std::memory_order_relaxed);
+    return ready;
+  };
   GroupKernel k;
   if (const KernelSpec* found = ref.find(grp)) {
     const KernelSpec& other = *found;
@@ -72,15 +82,15 @@ GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const Refer
       apply_precision(spec, precision, jit);
       if (jit.supports(spec, nullptr)) {
         k.spec = spec;
-        k.kernel = source.get(jit, std::move(spec));
-        return k;
+        k.kernel = jit_kernel(std::move(spec));
+        if (k.kernel) return k;
       }
     }
     std::optional<SymbolicSpec> sym = symbolize(*lowered, other, nullptr);
     if (sym) apply_precision(sym->spec, precision, jit);
     if (sym && jit.supports(sym->spec, nullptr)) {
-      std::shared_ptr<const CompiledKernel> kernel = source.get(jit, std::move(sym->spec));
-      if (sym->extent <= kernel->max_extent) {  // (symbolic attention serves lengths up to its scratch)
+      std::shared_ptr<const CompiledKernel> kernel = jit_kernel(std::move(sym->spec));
+      if (kernel && sym->extent <= kernel->max_extent) {  // (symbolic attention serves lengths up to its scratch)
         apply_precision(*lowered, precision, jit);
         k.spec = std::move(*lowered);
         k.extent = sym->extent;
@@ -89,6 +99,7 @@ GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const Refer
       }
     }
   }
+  k = GroupKernel{};
   if (!fallback) return {};
   apply_precision(*lowered, precision, *fallback);
   if (!fallback->supports(*lowered, nullptr)) return {};

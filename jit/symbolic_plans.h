@@ -11,9 +11,21 @@
 // a symbolic form runs the symbolic kernel (compiled once, for every size, and kept in the
 // store); any other group runs on the first tier (asmjit with tiering) or the static
 // kernels. The exact plan is then built in the background (Note [Background plans]) unless
-// EngineOptions::specialize is off. The first size ever seen compiles the symbolic kernels.
+// EngineOptions::specialize is off. The first size ever seen compiles the symbolic kernels,
+// on the request's path unless a first tier serves it:
+//
+// Note [Symbolic kernels compiled behind the first size]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With tiering, a size's first plan takes only the llvm kernels that need no compile (in
+// memory or in the persistent store); a group whose symbolic (or size-independent) kernel
+// is not there yet runs on the first tier, asmjit, and the plan records the reference
+// (Plan::symbolic_pending). Its background job then compiles those kernels before the
+// exact plan (or, with specialize off, builds the symbolic plan as the final one). So the
+// first size a process ever serves is as fast as tiering alone, and the next sizes find
+// the symbolic kernels compiled.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,8 +72,11 @@ class SymbolicReferences {
 /// plans]): `jit`'s symbolic kernel when the group has a symbolic form, `jit`'s exact kernel
 /// when it does not depend on the dim, else `fallback`'s exact kernel (the first tier) or
 /// none (null fallback: the static kernels); in `precision` where each backend computes it
-/// (apply_precision).
+/// (apply_precision). With `missing`, `jit`'s kernels are taken only where they need no
+/// compile (KernelSource::find); a group whose kernel would need one sets *missing and takes
+/// the fallback's (Note [Symbolic kernels compiled behind the first size]).
 GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const ReferenceSpecs& ref, JitBackend& jit,
-                                  JitBackend* fallback, HostKernelSource& source, Precision precision);
+                                  JitBackend* fallback, HostKernelSource& source, Precision precision,
+                                  std::atomic<bool>* missing = nullptr);
 
 }  // namespace fusor

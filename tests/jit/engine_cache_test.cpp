@@ -448,6 +448,43 @@ TEST_SUITE("jit/symbolic") {
     CHECK(exact_ran);
   }
 
+  TEST_CASE("with tiering the first size ever seen compiles no llvm kernel on its path: the symbolic ones follow behind") {
+    // Note [Symbolic kernels compiled behind the first size].
+    Graph g = parse_graph(kGraph);
+    for (bool specialize : {true, false}) {
+      CAPTURE(specialize);
+      EngineOptions o;
+      o.disk_cache = false;
+      o.symbolic_dim = "T";
+      o.tiering = true;
+      o.specialize = specialize;
+      auto e = engine_in("", nullptr, o);
+      if (!e) return;
+      check_close(e->run(g, input(19)), reference(g, 19));  // the first tier's kernels
+      e->drain();
+      EngineStats s = e->stats();
+      if (!s.compile_ms_by_backend.count("asmjit")) {
+        MESSAGE("skipped: no asmjit first tier in this build or on this CPU");
+        return;
+      }
+      CHECK(s.symbolic_steps == 0);
+      // On the path: the three asmjit kernels only; behind it the three symbolic kernels and,
+      // specializing, the three exact ones of 19.
+      CHECK(s.kernels_compiled - s.kernels_compiled_background == 3);
+      CHECK(s.kernels_compiled_background == (specialize ? 6 : 3));
+      CHECK(s.background_swaps == 1);
+      for (int64_t t : {7, 64}) {
+        CAPTURE(t);
+        check_close(e->run(g, input(t)), reference(g, t));  // symbolic at once: nothing compiled for it
+      }
+      EngineStats after = e->stats();
+      CHECK(after.symbolic_steps == 2 * 3);
+      CHECK(after.kernels_compiled - after.kernels_compiled_background == 3);
+      e->drain();
+      CHECK(e->stats().kernels_compiled_background == s.kernels_compiled_background + (specialize ? 2 * 3 : 0));
+    }
+  }
+
   TEST_CASE("symbolic kernels come back from the store after a restart") {
     test::TempDir dir("symbolic-store");
     Graph g = parse_graph(kGraph);
