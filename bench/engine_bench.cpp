@@ -167,7 +167,9 @@ void dispatch_cache_hit(benchmark::State& state, BackendKind backend, VerifyMode
 // the symbolic kernels compiled then, exact kernels behind it. (Not seq 64: sizes are symbolized against a
 // reference lowering at 64, so serving 64 itself builds the one at 65 instead, and 128 would
 // pay for the reference at 64 that every later size shares.) A mode ending in _t2 runs on
-// two threads (the peers' two-thread `new T`).
+// two threads (the peers' two-thread `new T`). llvm_session is both, tiering and symbolic_dim
+// T, as fusor.InferenceSession's CPU provider sets them for a model with a sequence dim (Note
+// [Symbolic kernels compiled behind the first size]), after serving seq 16.
 void first_request(benchmark::State& state, const char* mode_name) {
   Graph g;
   TensorMap inputs;
@@ -183,12 +185,12 @@ void first_request(benchmark::State& state, const char* mode_name) {
     EngineOptions o{.backend = m == "static" ? BackendKind::Static : BackendKind::Llvm, .num_threads = threads,
                     .disk_cache = false};
     o.background_compile = m == "llvm_background";
-    o.tiering = m == "llvm_tiering" || m == "llvm_tiering_new_t";
-    if (m == "llvm_symbolic") o.symbolic_dim = "T";
+    o.tiering = m == "llvm_tiering" || m == "llvm_tiering_new_t" || m == "llvm_session";
+    if (m == "llvm_symbolic" || m == "llvm_session") o.symbolic_dim = "T";
     // The engine's creation is not the request (the peers' session creation is shown apart).
     state.PauseTiming();
     auto engine = std::make_unique<Engine>(o);
-    if (m == "llvm_symbolic" || m == "llvm_tiering_new_t") {
+    if (m == "llvm_symbolic" || m == "llvm_tiering_new_t" || m == "llvm_session") {
       // The same model has served another length (the peers' `new T`: one session): its
       // packed weights (and symbolic kernels) exist, 128 is new.
       Graph g16;
@@ -255,7 +257,7 @@ void register_all() {
   // The dynamic-shape cases serve new shapes on llvm (background, tiering, symbolic).
   if (llvm)
     for (const char* mode : {"static", "llvm", "llvm_background", "llvm_tiering", "llvm_tiering_new_t", "llvm_symbolic",
-                             "llvm_tiering_new_t_t2", "llvm_symbolic_t2"})
+                             "llvm_session", "llvm_tiering_new_t_t2", "llvm_symbolic_t2", "llvm_session_t2"})
       benchmark::RegisterBenchmark((std::string("first_request/bert_layer_seq128/") + mode).c_str(), first_request, mode)
           ->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
   if (llvm)

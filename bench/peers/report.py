@@ -215,8 +215,9 @@ def _first_run_section(data: dict) -> list[str]:
         out.append(f"\nFailed: {labels.get(r['engine'], r['engine'])} t{r['threads']}: {r['error']}")
     if fusor:
         out += ["", "fusor_bench `first_request/bert_layer_seq128/<mode>` (a fresh engine, no kernel store, one thread, "
-                "two for the modes ending in `_t2`; mean of its iterations, ms; `llvm_tiering_new_t` and `llvm_symbolic` "
-                "have served T=16 first, like the peers' `new T`):", ""]
+                "two for the modes ending in `_t2`; mean of its iterations, ms; `llvm_tiering_new_t`, `llvm_symbolic` and "
+                "`llvm_session` (both, as fusor.InferenceSession sets them) have served T=16 first, like the peers' "
+                "`new T`):", ""]
         out += ["| mode | first request |", "|---|---|"]
         for f in fusor:
             if "error" in f:

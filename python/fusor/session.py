@@ -7,7 +7,9 @@ Code written for onnxruntime.InferenceSession runs on fusor by changing the impo
     last_hidden, = sess.run(None, {"input_ids": ids, "attention_mask": mask})
 
 providers keeps ONNX Runtime's names: "CPUExecutionProvider" is fusor's llvm backend (with
-tiering, so a new shape runs at once on asmjit kernels while LLVM compiles), and
+tiering, so a new shape runs at once on asmjit kernels while LLVM compiles, and, where the
+model has one varying dim besides a leading batch axis, symbolic_dim on that dim: a new
+sequence length then runs at once on kernels compiled once for every length), and
 "CUDAExecutionProvider" its cuda backend; the first one this machine can serve is used, as
 ONNX Runtime does. SessionOptions' intra_op_num_threads and graph_optimization_level
 (ORT_DISABLE_ALL: no fusion) carry over; any other keyword is an fusor.Engine option and
@@ -34,6 +36,20 @@ _PROVIDERS = {
     "CPUExecutionProvider": {"backend": "llvm", "tiering": True},
     "CUDAExecutionProvider": {"backend": "cuda"},
 }
+
+
+def _sequence_dim(inputs):
+    """The named dim a CPU session serves on symbolic kernels: the one name the model's
+    inputs give a dim other than their first (a sequence or time axis), where no input has
+    it first (a batch axis, whose sizes the plans keep apart). None when there is no such
+    name or more than one (which of them varies is not known)."""
+    leading, inner = set(), set()
+    for _, _, dims in inputs:
+        for axis, d in enumerate(dims):
+            if isinstance(d, str):
+                (leading if axis == 0 else inner).add(d)
+    names = inner - leading
+    return next(iter(names)) if len(names) == 1 else None
 
 
 class SessionOptions:
@@ -90,13 +106,14 @@ class InferenceSession:
             base["threads"] = threads
         if _level(getattr(self._sess_options, "graph_optimization_level", 99)) == 0:
             base["fuse"] = False
-        self._engine, self._providers = self._make_engine(providers, provider_options, base, engine_options)
+        self._engine, self._providers = self._make_engine(providers, provider_options, base, engine_options,
+                                                          _sequence_dim(self._graph.inputs))
         self._input_args = [NodeArg(name, list(dims), _TYPES[dtype]) for name, dtype, dims in self._graph.inputs]
         self._output_names = list(self._graph.outputs)
         self._output_args = None
 
     @staticmethod
-    def _make_engine(providers, provider_options, base, engine_options):
+    def _make_engine(providers, provider_options, base, engine_options, sequence_dim):
         names = []
         for p in providers or ["CPUExecutionProvider"]:
             name = p[0] if isinstance(p, (tuple, list)) else p
@@ -107,6 +124,8 @@ class InferenceSession:
         last_error = None
         for name in names:
             options = {**_PROVIDERS[name], **base, **engine_options}
+            if sequence_dim and name == "CPUExecutionProvider" and "symbolic_dim" not in engine_options:
+                options["symbolic_dim"] = sequence_dim
             try:
                 return Engine(**options), [name]
             except DeviceUnavailable as e:

@@ -81,6 +81,34 @@ def test_providers_as_onnx_runtime_names_them():
     assert sess.engine.options["backend"] == "llvm" and sess.engine.options["tiering"] is True
 
 
+def test_a_cpu_session_serves_new_sequence_lengths_on_symbolic_kernels():
+    # BERT's inputs are [batch, sequence]: "sequence" is the one dim no input leads with.
+    # (No persistent store: the symbolic kernels of an earlier process would serve at once.
+    # specialize off: no exact kernels compile behind a length, so every LLVM compile shows.)
+    sess = fusor.InferenceSession(BERT, disk_cache=False, specialize=False)
+    assert sess.engine.options["symbolic_dim"] == "sequence"
+    assert fusor.InferenceSession(BERT, symbolic_dim="").engine.options["symbolic_dim"] == ""
+    ref = ort.InferenceSession(str(BERT), providers=["CPUExecutionProvider"])
+    def feeds(t):
+        return {"input_ids": (np.arange(t, dtype=np.int64).reshape(1, t) * 7) % 50,
+                "attention_mask": np.ones((1, t), np.int64)}
+    def llvm_compiles():
+        stats = sess.engine.stats()
+        return stats["compile_ms_by_backend"].get("llvm", 0.0), stats["kernels_compiled_background"]
+    close(sess.run(None, feeds(9))[0], ref.run(None, feeds(9))[0])  # the first length: asmjit
+    assert sess.engine.stats()["symbolic_steps"] == 0
+    sess.engine.drain()  # its symbolic kernels, compiled behind it
+    before = llvm_compiles()
+    assert before[0] > 0 and before[1] > 0
+    close(sess.run(None, feeds(23))[0], ref.run(None, feeds(23))[0])  # a new length: symbolic at once
+    assert sess.engine.stats()["symbolic_steps"] > 0
+    sess.engine.drain()
+    assert llvm_compiles() == before  # no LLVM compile for it, on its path or behind it
+    # A CNN's inputs name only the batch: no symbolic dim.
+    cnn = fusor.InferenceSession(MODELS_DIR / "resnet50_ts" / "model.onnx")
+    assert cnn.engine.options["symbolic_dim"] == ""
+
+
 def test_errors_name_what_was_wrong():
     sess = fusor.InferenceSession(BERT)
     feeds = load_case("bert_ts", "b1_t7")
