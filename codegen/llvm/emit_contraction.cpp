@@ -874,6 +874,9 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   struct Tile {
     std::string row0, rows;
     std::vector<std::string> a;
+    // A symbolic kernel's full tile: the rows as one pointer and constant offsets (Note
+    // [Symbolic full tiles]); empty where `a` serves every tile.
+    std::vector<std::string> a_full;
   };
   auto tile_setup = [&](IrText& ir, const std::string& tv) {
     Tile tl;
@@ -910,6 +913,10 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
       std::string off = ir.op("mul i64 " + rc + ", " + i64(f.a_row));
       tl.a.push_back(ir.op("getelementptr float, ptr " + a_b + ", i64 " + off));
     }
+    if (t.symbolic && !t.amx) {
+      std::string first = ir.op("getelementptr float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tl.row0 + ", " + i64(f.a_row)));
+      for (int64_t i = 0; i < mr; ++i) tl.a_full.push_back(ir.op("getelementptr float, ptr " + first + ", i64 " + i64(i * f.a_row)));
+    }
     return tl;
   };
 
@@ -923,8 +930,11 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     tl = tile_setup(out, "%o");
     pn = panel_setup(in, "%x");
   }
-  std::string call = "call void @" + mk + "(";
-  for (int64_t i = 0; i < (t.amx ? 1 : mr); ++i) call += "ptr " + tl.a[size_t(i)] + ", ";  // (AMX: rows ksteps apart)
+  auto call_with = [&](const std::vector<std::string>& a) {
+    std::string call = "call void @" + mk + "(";
+    for (int64_t i = 0; i < (t.amx ? 1 : mr); ++i) call += "ptr " + a[size_t(i)] + ", ";  // (AMX: rows ksteps apart)
+    return call;
+  };
   std::string pf_arg;
   if (br.next_lines > 0) {
     // This tile's share of the next panel (the last panel re-reads its own: a hint only).
@@ -950,7 +960,28 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
       }
     }
   }
-  in.line(call + pn.b_args + ", ptr %tile" + pf_arg + ")");
+  // Note [Symbolic full tiles]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // An exact kernel's tiles below its last full one read their rows at constant offsets from
+  // one pointer: LLVM proves from m that no row is past the edge and drops the clamps. A
+  // symbolic kernel's m is the run's, so every tile kept eight clamped row pointers, and with
+  // eight base registers the unrolled k loop spilled vectors (82 stack accesses per iteration
+  // of FF2's 128 x 3072 x 768 tile, none in the exact kernel; the kernel ran 1.35-1.4x
+  // slower, on the Xeon model 207). So a symbolic tile that is full takes the micro-kernel
+  // with the rows at constant offsets, and only the last, partial tile the clamped pointers.
+  if (!tl.a_full.empty()) {
+    const std::string fits = in.op("icmp eq i64 " + tl.rows + ", " + i64(mr));
+    in.line("br i1 " + fits + ", label %mk.full, label %mk.edge");
+    in.label("mk.full");
+    in.line(call_with(tl.a_full) + pn.b_args + ", ptr %tile" + pf_arg + ")");
+    in.line("br label %mk.done");
+    in.label("mk.edge");
+    in.line(call_with(tl.a) + pn.b_args + ", ptr %tile" + pf_arg + ")");
+    in.line("br label %mk.done");
+    in.label("mk.done");
+  } else {
+    in.line(call_with(tl.a) + pn.b_args + ", ptr %tile" + pf_arg + ")");
+  }
   IrText ee("f");
   std::vector<std::string> q;
   for (size_t x = 0; x < epi.accesses.size(); ++x) {

@@ -18,6 +18,7 @@
 #include <set>
 
 #include "codegen/llvm/emit_attention.h"
+#include "codegen/llvm/emit_contraction.h"
 #include "codegen/lower.h"
 #include "codegen/symbolic.h"
 #include "jit/thread_pool.h"
@@ -209,5 +210,33 @@ output y
       CHECK(k->tasks_for(300) > k->tasks_for(9));
       CHECK(k->tasks_for(0) == 0);
     }
+  }
+
+  TEST_CASE("a symbolic GEMM's full tiles read their rows at constant offsets, the last one through clamped rows") {
+    // Note [Symbolic full tiles]: two calls of the micro-kernel, chosen by whether the tile
+    // is full; an exact kernel has one. (Their results at every length: the test above.)
+    const std::string text = kBlock;
+    const FusedGraph a = test::fuse_text(text, {{"B", 1}, {"T", 9}});
+    const FusedGraph b = test::fuse_text(text, {{"B", 1}, {"T", 300}});
+    int gemms = 0;
+    for (size_t i = 0; i < a.groups.size(); ++i) {
+      std::optional<KernelSpec> sa = lower_group(a, a.groups[i], nullptr), sb = lower_group(b, b.groups[i], nullptr);
+      if (!sa || sa->kind != KernelKind::Contraction) continue;
+      ++gemms;
+      std::optional<SymbolicSpec> sym = symbolize(*sa, *sb, nullptr);
+      REQUIRE(sym);
+      auto count = [](const std::string& ir, const std::string& what) {
+        size_t n = 0;
+        for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
+        return n;
+      };
+      const std::string symbolic_ir = emit_contraction_ir(sym->spec, "k", contraction_tiling(sym->spec, 16));
+      const std::string exact_ir = emit_contraction_ir(*sb, "k", contraction_tiling(*sb, 16));
+      CHECK(count(symbolic_ir, "label %mk.full, label %mk.edge") == 1);
+      CHECK(count(symbolic_ir, "call void @k.mk(") == 2);
+      CHECK(count(exact_ir, "%mk.full") == 0);
+      CHECK(count(exact_ir, "call void @k.mk(") == 1);
+    }
+    CHECK(gemms == 2);
   }
 }
