@@ -46,7 +46,8 @@ class HostExecutor final : public Executor {
     const bool later = (o.background_compile || o.tiering || ref) && jit_;
     // With a first tier, a symbolic first plan compiles nothing on the request's path (Note
     // [Symbolic kernels compiled behind the first size]).
-    std::shared_ptr<const Plan> plan = ref ? symbolic_first_plan(g, key.inputs, ref, first_tier_ != nullptr)
+    std::shared_ptr<const Plan> plan = ref ? symbolic_first_plan(g, key.inputs, ref, first_tier_ != nullptr,
+                                                                 request_compile_threads())
                                            : plan_on(g, key.inputs, later ? first_tier_.get() : jit_.get(),
                                                      request_compile_threads());
     if (ref)
@@ -156,14 +157,14 @@ class HostExecutor final : public Executor {
   // needs on `compile_threads` threads.
   std::shared_ptr<Plan> symbolic_first_plan(const Graph& g, const std::vector<TensorType>& types,
                                             const std::shared_ptr<const ReferenceSpecs>& ref, bool only_compiled,
-                                            int compile_threads = 0) {
+                                            int compile_threads) {
     JitBackend* fallback = first_tier_.get();
     std::atomic<bool> missing{false};
     std::shared_ptr<Plan> plan =
         build_plan(g, types, ctx_.fuser, ctx_.constants, [&](const FusedGraph& f, size_t i) {
           return symbolic_first_kernel(f, i, *ref, *jit_, fallback, kernels_, ctx_.options.precision,
                                        only_compiled ? &missing : nullptr);
-        }, compile_threads > 0 ? compile_threads : request_compile_threads());
+        }, compile_threads);
     if (missing.load()) plan->symbolic_pending = ref;
     return plan;
   }

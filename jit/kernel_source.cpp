@@ -31,6 +31,12 @@ Made made(const CudaKernel& k, bool) {
   return {k.binary.cubin, k.binary.compile_us, k.load_us, uint64_t(k.binary.cubin.size()) + sizeof(CudaKernel)};
 }
 
+// spec's KernelKey on `backend` (Note [Kernel key]).
+template <class Backend>
+KernelKey key_on(const Backend& backend, KernelSpec spec) {
+  return KernelKey{std::move(spec), std::string(backend.name()), backend.target_description(), backend.compiler_version()};
+}
+
 }  // namespace
 
 void count_compiles_as_background() { tl_background = true; }
@@ -41,13 +47,13 @@ KernelSource<Backend, Kernel>::KernelSource(Options options)
 
 template <class Backend, class Kernel>
 std::shared_ptr<const Kernel> KernelSource<Backend, Kernel>::get(Backend& backend, KernelSpec spec) {
-  KernelKey key{std::move(spec), std::string(backend.name()), backend.target_description(), backend.compiler_version()};
+  const KernelKey key = key_on(backend, std::move(spec));
   return kernels_.get_or_build(key, [&] { return make(backend, key, std::nullopt); });
 }
 
 template <class Backend, class Kernel>
 std::shared_ptr<const Kernel> KernelSource<Backend, Kernel>::find(Backend& backend, KernelSpec spec) {
-  KernelKey key{std::move(spec), std::string(backend.name()), backend.target_description(), backend.compiler_version()};
+  const KernelKey key = key_on(backend, std::move(spec));
   if (std::shared_ptr<const Kernel> k = kernels_.find(key)) return k;
   KernelStore* store = backend.can_load() ? options_.store : nullptr;
   if (!store) return nullptr;

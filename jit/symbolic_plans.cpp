@@ -81,9 +81,11 @@ GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const Refer
       KernelSpec spec = *lowered;
       apply_precision(spec, precision, jit);
       if (jit.supports(spec, nullptr)) {
-        k.spec = spec;
-        k.kernel = jit_kernel(std::move(spec));
-        if (k.kernel) return k;
+        if (std::shared_ptr<const CompiledKernel> kernel = jit_kernel(spec)) {
+          k.spec = std::move(spec);
+          k.kernel = std::move(kernel);
+          return k;
+        }
       }
     }
     std::optional<SymbolicSpec> sym = symbolize(*lowered, other, nullptr);
@@ -99,7 +101,6 @@ GroupKernel symbolic_first_kernel(const FusedGraph& f, size_t group, const Refer
       }
     }
   }
-  k = GroupKernel{};
   if (!fallback) return {};
   apply_precision(*lowered, precision, *fallback);
   if (!fallback->supports(*lowered, nullptr)) return {};
