@@ -121,6 +121,8 @@ class VecEmitter {
 
   // ---- math: the schemes of codegen/static/math.h on the tables of math_approx.h ----
   x86::Vec exp(const x86::Vec& x);
+  /// exp of an x whose e^x is normal (Note [Exponentials in range], codegen/llvm/emit_expr.cpp).
+  x86::Vec exp_in_range(const x86::Vec& x);
   x86::Vec tanh(const x86::Vec& x);
   x86::Vec sigmoid(const x86::Vec& x);
   x86::Vec erf(const x86::Vec& x);
@@ -149,6 +151,10 @@ class VecEmitter {
   template <size_t N>
   x86::Vec horner(const x86::Vec& x, const std::array<float, N>& c);
   x86::Vec erf_small(const x86::Vec& a);
+  /// exp's polynomial part p (e^x = p * 2^n) of an x within exp's clamps; *ni gets n.
+  x86::Vec exp_reduced(const x86::Vec& xc, x86::Vec* ni);
+  /// The float 2^k of each lane's i32 k (a normal exponent).
+  x86::Vec pow2_i32(const x86::Vec& k);
   template <size_t N>
   x86::Vec erfc_fit(const x86::Vec& a, float clamp, float center, float scale, const std::array<float, N>& g);
 

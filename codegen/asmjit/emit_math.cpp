@@ -27,27 +27,40 @@ x86::Vec VecEmitter::horner(const x86::Vec& x, const std::array<float, N>& c) {
   return p;
 }
 
+x86::Vec VecEmitter::exp_reduced(const x86::Vec& xc, x86::Vec* ni) {
+  using namespace approx;
+  x86::Vec t = fma(xc, cmem(kLog2e), cmem(kExpShift));
+  x86::Vec n = sub(t, cmem(kExpShift));
+  *ni = bin(Inst::kIdVpsubd, t, cmem_bits(std::bit_cast<uint32_t>(kExpShift)));
+  x86::Vec r = fma(n, cmem(kExpNegLn2Hi), xc);
+  r = fma(n, cmem(kExpNegLn2Lo), r);
+  x86::Vec q = horner(r, kExpQ);
+  return add(fma(q, mul(r, r), r), cmem(1.0f));
+}
+
+x86::Vec VecEmitter::pow2_i32(const x86::Vec& k) {
+  x86::Vec biased = bin(Inst::kIdVpaddd, k, cmem_bits(uint32_t(approx::kFloatExponentBias)));
+  x86::Vec bits = vec();
+  cc.vpslld(bits, biased, imm(approx::kFloatMantissaBits));
+  return bits;
+}
+
 x86::Vec VecEmitter::exp(const x86::Vec& x) {
   using namespace approx;
   x86::Vec xc = clamp_above(x, kExpMax);
   xc = max_x86(konst(kExpMin), xc);  // kExpMin > xc ? kExpMin : xc; NaN passes
-  x86::Vec t = fma(xc, cmem(kLog2e), cmem(kExpShift));
-  x86::Vec n = sub(t, cmem(kExpShift));
-  x86::Vec ni = bin(Inst::kIdVpsubd, t, cmem_bits(std::bit_cast<uint32_t>(kExpShift)));
-  x86::Vec r = fma(n, cmem(kExpNegLn2Hi), xc);
-  r = fma(n, cmem(kExpNegLn2Lo), r);
-  x86::Vec q = horner(r, kExpQ);
-  x86::Vec p = add(fma(q, mul(r, r), r), cmem(1.0f));
+  x86::Vec ni;
+  x86::Vec p = exp_reduced(xc, &ni);
   x86::Vec n1 = vec();
   cc.vpsrad(n1, ni, imm(1));
   x86::Vec n2 = bin(Inst::kIdVpsubd, ni, n1);
-  auto pow2 = [&](const x86::Vec& k) {
-    x86::Vec biased = bin(Inst::kIdVpaddd, k, cmem_bits(uint32_t(kFloatExponentBias)));
-    x86::Vec bits = vec();
-    cc.vpslld(bits, biased, imm(kFloatMantissaBits));
-    return bits;
-  };
-  return mul(mul(p, pow2(n1)), pow2(n2));
+  return mul(mul(p, pow2_i32(n1)), pow2_i32(n2));
+}
+
+x86::Vec VecEmitter::exp_in_range(const x86::Vec& x) {
+  x86::Vec ni;
+  x86::Vec p = exp_reduced(x, &ni);
+  return mul(p, pow2_i32(ni));
 }
 
 x86::Vec VecEmitter::tanh(const x86::Vec& x) {
@@ -56,7 +69,7 @@ x86::Vec VecEmitter::tanh(const x86::Vec& x) {
   x86::Vec a2 = mul(a, a);
   x86::Vec p = horner(a2, kTanhP);
   x86::Vec small = fma(mul(a, a2), p, a);
-  x86::Vec e = exp(mul(clamp_above(a, kTanhClamp), cmem(2.0f)));
+  x86::Vec e = exp_in_range(mul(clamp_above(a, kTanhClamp), cmem(2.0f)));  // (Note [Exponentials in range])
   x86::Vec large = sub(konst(1.0f), div(konst(2.0f), add(e, cmem(1.0f))));
   x86::Vec r = select(cmp(a, cmem(kTanhSmall), VCmpImm::kLT_OQ), small, large);
   return copysign(r, x);
@@ -79,7 +92,7 @@ x86::Vec VecEmitter::erfc_fit(const x86::Vec& a, float clamp, float center, floa
   x86::Vec ac = clamp_above(a, clamp);
   x86::Vec t = mul(sub(ac, cmem(center)), cmem(scale));
   x86::Vec gv = horner(t, g);
-  return exp(fma(neg(a), a, gv));
+  return exp_in_range(fma(neg(a), a, gv));  // (a <= the fit's clamp: Note [Exponentials in range])
 }
 
 x86::Vec VecEmitter::erf(const x86::Vec& x) {

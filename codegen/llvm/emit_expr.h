@@ -61,6 +61,11 @@ extern const char* const kDeclarations;
 
 /// e^x with codegen/static/math.h's scheme and tables (branch-free, vectorizable).
 std::string exp_f32(IrText& ir, const std::string& x);
+/// exp_f32 of an x known to lie where e^x is a normal float with an exponent n = round(x /
+/// ln2) in [-126, 127] (tanh's clamped 2|x|, erfc's exponent; Note [Exponentials in range]):
+/// the same floats without exp_f32's clamps, and 2^n applied as one factor (exact there, as
+/// exp_f32's two are).
+std::string exp_f32_in_range(IrText& ir, const std::string& x);
 
 /// What emit_expr reads besides the graph: one pointer per access (already at the index
 /// space position whose inner index is 0), the inner index, and the values of Acc and

@@ -21,6 +21,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -390,6 +391,60 @@ output s
           with("graph g\ninput x: f32[@N@]\nconst one: f32[] = [1.0]\ny = " + std::string(k.op) + "\noutput y\n", {{"@N@", std::to_string(n)}}),
           {});
       CHECK(check_pointwise(be, f, {{"x", x}}, k.bound).kernels == 1);
+    }
+  }
+
+  FUSOR_HOST_JIT_TEST_CASE("tanh and erf keep the static kernels' floats bit for bit (exponentials in range)") {
+    // Note [Exponentials in range] (codegen/llvm/emit_expr.cpp): the exponential inside tanh
+    // and erf skips exp's clamps and applies 2^n as one factor; both are exact where it is
+    // used, so every float stays what codegen/static/math.h computes (on an FMA host, where
+    // all evaluate the same fused multiply-adds). A dense sweep over every branch and clamp.
+    JitBackend& be = *jit.backend;
+    if (!__builtin_cpu_supports("fma")) {
+      MESSAGE("skipped: this CPU has no FMA, so the static kernels round differently");
+      return;
+    }
+    std::vector<double> v;
+    for (int64_t i = -300000; i <= 300000; ++i) v.push_back(double(i) * 4e-5);  // [-12, 12], every branch
+    for (double s : {0.625, 1.0, 4.0, 10.0}) {  // each breakpoint and its float neighbours
+      float f = std::nextafter(float(s), 0.0f);
+      for (int k = 0; k < 3; ++k, f = std::nextafter(f, 100.0f)) {
+        v.push_back(f);
+        v.push_back(-f);
+      }
+    }
+    for (double s : {0.0, -0.0, 1e-30, 1e-45, 20.0, 1e10, double(FLT_MAX), double(INFINITY), double(NAN)}) {
+      v.push_back(s);
+      v.push_back(-s);
+    }
+    const int64_t n = int64_t(v.size());
+    Tensor x = test::make(DType::F32, Shape{n}, v);
+    for (const char* op : {"Tanh", "Erf"}) {
+      const std::string op_text = op;
+      CAPTURE(op_text);
+      FusedGraph f = test::fuse_text(unary_graph(op_text + "(x)", n), {});
+      std::string why;
+      std::optional<KernelSpec> spec = lower_group(f, f.groups.back(), &why);
+      REQUIRE(spec);
+      std::shared_ptr<const CompiledKernel> k = be.compile(*spec);
+      Tensor out = Tensor::zeros(DType::F32, Shape{n});
+      std::vector<void*> ptrs;
+      std::string out_name;
+      for (const BufferSpec& b : spec->buffers) {
+        ptrs.push_back(b.output ? out.raw() : x.raw());
+        if (b.output) out_name = b.name;
+      }
+      k->run(ptrs.data(), 0, spec->tasks);
+      std::map<std::string, Tensor> in{{"x", x}};
+      const Tensor want = test::run_all_static(f, in, test::pool())[size_t(f.graph.find_value(out_name))];
+      int64_t differ = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float a = out.data<float>()[i], b = want.data<float>()[i];
+        if (std::memcmp(&a, &b, sizeof a) != 0 && !(std::isnan(a) && std::isnan(b))) {
+          if (differ++ < 5) MESSAGE("x = " << std::hexfloat << v[size_t(i)] << ": " << jit.label << " " << a << ", static " << b);
+        }
+      }
+      CHECK(differ == 0);
     }
   }
 
