@@ -205,48 +205,58 @@ namespace {
 
 using fusor::bf16_pair;
 
-void pack_rows_scalar(const float* a, int64_t row_stride, int64_t k_stride, int64_t rows, int64_t k, uint32_t* dst) {
-  const int64_t k2 = (k + 1) / 2;
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* src = a + i * row_stride;
-    uint32_t* out = dst + i * k2;
-    for (int64_t j = 0; j < k / 2; ++j) out[j] = bf16_pair(src[2 * j * k_stride], src[(2 * j + 1) * k_stride]);
-    if (k % 2) out[k2 - 1] = bf16_pair(src[(k - 1) * k_stride], 0.0f);
+// One row of k floats (k_stride apart) as pairs: the pairs of each step of 32 floats (16
+// pairs) at out + step * step_stride, the element past an odd k read as 0.
+void pack_row_scalar(const float* src, int64_t k_stride, int64_t k, uint32_t* out, int64_t step_stride) {
+  for (int64_t j = 0; j < k; j += 2) {
+    const float hi = j + 1 < k ? src[(j + 1) * k_stride] : 0.0f;
+    out[(j / 32) * step_stride + (j % 32) / 2] = bf16_pair(src[j * k_stride], hi);
   }
 }
 
 #ifdef FUSOR_X86
-// Contiguous rows: 32 floats per vcvtne2ps2bf16, the tail masked (its odd element's partner
+// A contiguous row: 32 floats per vcvtne2ps2bf16, the tail masked (its odd element's partner
 // loads as 0).
-__attribute__((target("avx512f,avx512bf16"))) void pack_rows_avx512(const float* a, int64_t row_stride, int64_t rows,
-                                                                      int64_t k, uint32_t* dst) {
-  const int64_t k2 = (k + 1) / 2;
+__attribute__((target("avx512f,avx512bf16"))) void pack_row_avx512(const float* src, int64_t k, uint32_t* out,
+                                                                     int64_t step_stride) {
   auto mask = [](int64_t n) { return __mmask16(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1); };
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* src = a + i * row_stride;
-    uint32_t* out = dst + i * k2;
-    for (int64_t j = 0; j < k; j += 32) {
-      const int64_t n = std::min<int64_t>(32, k - j);
-      const __m512 lo = _mm512_maskz_loadu_ps(mask(n), src + j);
-      const __m512 hi = _mm512_maskz_loadu_ps(mask(n - 16), src + j + 16);
-      const __m512bh pairs = _mm512_cvtne2ps_pbh(hi, lo);  // lo's 16 floats in the low half
-      _mm512_mask_storeu_epi32(out + j / 2, mask((n + 1) / 2), (__m512i)pairs);
-    }
+  for (int64_t j = 0; j < k; j += 32) {
+    const int64_t n = std::min<int64_t>(32, k - j);
+    const __m512 lo = _mm512_maskz_loadu_ps(mask(n), src + j);
+    const __m512 hi = _mm512_maskz_loadu_ps(mask(n - 16), src + j + 16);
+    const __m512bh pairs = _mm512_cvtne2ps_pbh(hi, lo);  // lo's 16 floats in the low half
+    _mm512_mask_storeu_epi32(out + (j / 32) * step_stride, mask((n + 1) / 2), (__m512i)pairs);
   }
 }
 #endif
+
+void pack_row(const float* src, int64_t k_stride, int64_t k, uint32_t* out, int64_t step_stride) {
+#ifdef FUSOR_X86
+  static const bool vector = fusor::host_bf16().avx512_bf16;
+  if (vector && k_stride == 1) return pack_row_avx512(src, k, out, step_stride);
+#endif
+  pack_row_scalar(src, k_stride, k, out, step_stride);
+}
 
 }  // namespace
 
 extern "C" void fusor_rt_pack_a_bf16(const float* a, int64_t row_stride, int64_t k_stride, int64_t rows, int64_t k,
                                      int64_t mr, uint32_t* dst) {
   const int64_t k2 = (k + 1) / 2;
-#ifdef FUSOR_X86
-  static const bool vector = fusor::host_bf16().avx512_bf16;
-  if (vector && k_stride == 1)
-    pack_rows_avx512(a, row_stride, rows, k, dst);
-  else
-#endif
-    pack_rows_scalar(a, row_stride, k_stride, rows, k, dst);
+  for (int64_t i = 0; i < rows; ++i) pack_row(a + i * row_stride, k_stride, k, dst + i * k2, 16);
   if (rows < mr) std::memset(dst + rows * k2, 0, size_t((mr - rows) * k2) * sizeof(uint32_t));
+}
+
+extern "C" void fusor_rt_pack_a_bf16_amx(const float* a, int64_t row_stride, int64_t k_stride, int64_t rows, int64_t k,
+                                         int64_t mr, uint32_t* dst) {
+  constexpr int64_t kRows = 16, kPairs = 16;  // a tile's rows, a step's pairs
+  const int64_t steps = (k + 1) / 2 / kPairs;
+  for (int64_t i = 0; i < mr; ++i) {
+    uint32_t* out = dst + (i / kRows) * steps * kRows * kPairs + (i % kRows) * kPairs;
+    if (i < rows) {
+      pack_row(a + i * row_stride, k_stride, k, out, kRows * kPairs);
+    } else {
+      for (int64_t s = 0; s < steps; ++s) std::memset(out + s * kRows * kPairs, 0, kPairs * sizeof(uint32_t));
+    }
+  }
 }

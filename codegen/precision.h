@@ -139,4 +139,10 @@ extern "C" {
 /// vector path uses).
 void fusor_rt_pack_a_bf16(const float* a, int64_t row_stride, int64_t k_stride, int64_t rows, int64_t k, int64_t mr,
                           uint32_t* dst);
+/// The same pairs in the order AMX tiles load them (Note [AMX contractions]): for each group
+/// of 16 rows (mr a multiple of 16), for each step of 16 pairs (ceil(k / 2) a multiple of
+/// 16), the 16 rows' 16 pairs, one 64-byte line per row: pair j of row i at
+/// dst[(i / 16) * ceil(k/2) * 16 + (j / 16) * 256 + (i % 16) * 16 + j % 16].
+void fusor_rt_pack_a_bf16_amx(const float* a, int64_t row_stride, int64_t k_stride, int64_t rows, int64_t k, int64_t mr,
+                              uint32_t* dst);
 }

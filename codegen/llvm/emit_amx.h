@@ -22,8 +22,9 @@ inline constexpr int64_t kAmxCols = 32;
 inline bool amx_whole_steps(int64_t k) { return k > 0 && (k + 1) / 2 % kAmxStepPairs == 0; }
 
 /// `define internal void @<name>(ptr %a, ptr %b, ptr %tile)`: the mr x kAmxCols tile (mr 16
-/// or 32) of Σ over `ksteps` pairs of k (a multiple of kAmxStepPairs) of A's rows (pairs, row
-/// i at a + i * ksteps pairs) by a panel of B pairs ([ksteps][kAmxCols], 32-bit pairs),
+/// or 32) of Σ over `ksteps` pairs of k (a multiple of kAmxStepPairs) of A's rows (pairs in
+/// the order tiles load them, fusor_rt_pack_a_bf16_amx: per 16 rows and step, 16 rows of 16
+/// pairs) by a panel of B pairs ([ksteps][kAmxCols], 32-bit pairs),
 /// stored row-major [mr][kAmxCols] as f32 at %tile. The caller has loaded amx_tile_config().
 /// With prefetch_bytes > 0 each step prefetches the lines of B that far past its own (into
 /// L2 when prefetch_to_l2, else L1).

@@ -746,6 +746,8 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
   // bf16 A pairs: the task's rows at once (panels outer: every panel reuses them), else a
   // tile's rows.
   const bool task_a = c.bf16 && !f.conv && t.panel_outer && t.tiles_per_chunk * mr * ksteps * 4 <= kBf16TaskABytes;
+  // (AMX takes them in the order its tiles load them: Note [AMX contractions].)
+  const std::string pack_a = t.amx ? "fusor_rt_pack_a_bf16_amx" : "fusor_rt_pack_a_bf16";
   if (c.bf16 && !f.conv) e.line("%apack = alloca i32, i64 " + i64((task_a ? t.tiles_per_chunk : 1) * mr * ksteps) + ", align 64");
   // The run's m and its tile and chunk counts: compiled in, or from the run-time extent.
   std::string m_s = i64(f.m), m_last = i64(f.m - 1), m_tiles = i64(t.m_tiles), m_chunks = i64(t.m_chunks);
@@ -818,7 +820,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     std::string over = tk.op("icmp sgt i64 " + end + ", " + m_s);
     std::string valid = tk.op("sub i64 " + tk.op("select i1 " + over + ", i64 " + m_s + ", i64 " + end) + ", " + row0);
     std::string src = tk.op("getelementptr float, ptr " + a_b + ", i64 " + tk.op("mul i64 " + row0 + ", " + i64(f.a_row)));
-    tk.line("call void @fusor_rt_pack_a_bf16(ptr " + src + ", i64 " + i64(f.a_row) + ", i64 " + i64(f.a_k) + ", i64 " +
+    tk.line("call void @" + pack_a + "(ptr " + src + ", i64 " + i64(f.a_row) + ", i64 " + i64(f.a_k) + ", i64 " +
             valid + ", i64 " + i64(kk) + ", i64 " + tk.op("sub i64 " + end + ", " + row0) + ", ptr %apack)");
   }
   const std::string& o_lo = t.panel_outer ? p_lo : m_lo;
@@ -909,7 +911,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
     if (c.bf16) {
       // The tile's rows as bf16 pairs (rows past the edge: zeros, never stored).
       std::string src = ir.op("getelementptr float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tl.row0 + ", " + i64(f.a_row)));
-      ir.line("call void @fusor_rt_pack_a_bf16(ptr " + src + ", i64 " + i64(f.a_row) + ", i64 " + i64(f.a_k) + ", i64 " +
+      ir.line("call void @" + pack_a + "(ptr " + src + ", i64 " + i64(f.a_row) + ", i64 " + i64(f.a_k) + ", i64 " +
               tl.rows + ", i64 " + i64(kk) + ", i64 " + i64(mr) + ", ptr %apack)");
       for (int64_t i = 0; i < mr; ++i) tl.a.push_back(ir.op("getelementptr inbounds i32, ptr %apack, i64 " + i64(i * ksteps)));
       return tl;
@@ -1025,6 +1027,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
      << "declare void @fusor_rt_pack_panel_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_conv_tile(ptr, ptr, i64, i64, i64, i64, ptr)\n"
      << "declare void @fusor_rt_pack_a_bf16(ptr, i64, i64, i64, i64, i64, ptr)\n"
+     << "declare void @fusor_rt_pack_a_bf16_amx(ptr, i64, i64, i64, i64, i64, ptr)\n"
      << (t.amx ? amx_declarations() : "") << "\nattributes #0 = { nounwind }\nattributes #1 = { alwaysinline nounwind }\n";
   return os.str();
 }

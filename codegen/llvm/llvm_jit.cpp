@@ -185,6 +185,7 @@ std::unique_ptr<LlvmJit> LlvmJit::create() {
   };
   add("fusor_rt_pack_panel", reinterpret_cast<void*>(&fusor_rt_pack_panel));
   add("fusor_rt_pack_a_bf16", reinterpret_cast<void*>(&fusor_rt_pack_a_bf16));
+  add("fusor_rt_pack_a_bf16_amx", reinterpret_cast<void*>(&fusor_rt_pack_a_bf16_amx));
   add("fusor_rt_pack_panel_bf16", reinterpret_cast<void*>(&fusor_rt_pack_panel_bf16));
   add("fusor_rt_pack_conv_tile", reinterpret_cast<void*>(&fusor_rt_pack_conv_tile));
   add("fusor_rt_winograd_input", reinterpret_cast<void*>(&fusor_rt_winograd_input));

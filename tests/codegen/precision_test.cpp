@@ -78,6 +78,32 @@ TEST_SUITE("codegen/precision") {
     CHECK(bf16_pair(1.0f, -2.0f) == (0x3f80u | 0xc000u << 16));
   }
 
+  TEST_CASE("AMX's order of A's pairs holds each pair where the tiles load it") {
+    // fusor_rt_pack_a_bf16_amx against the row-major pairs: per 16 rows and step of 16 pairs,
+    // one 64-byte line per row; rows past `rows` zeros; contiguous and strided A (k_stride 2).
+    for (int64_t k : {32, 64, 96}) {
+      for (int64_t rows : {int64_t(1), int64_t(16), int64_t(21), int64_t(32)}) {
+        CAPTURE(k);
+        CAPTURE(rows);
+        const int64_t mr = 32, k2 = k / 2, row_stride = k + 5;
+        std::vector<float> a = test::normal_floats(size_t(rows * row_stride), uint32_t(k + rows), 3.0f);
+        std::vector<uint32_t> plain(size_t(mr * k2)), tiled(size_t(mr * k2), 0xdeadbeef), tiled2(size_t(mr * k2), 0xdeadbeef);
+        fusor_rt_pack_a_bf16(a.data(), row_stride, 1, rows, k, mr, plain.data());
+        fusor_rt_pack_a_bf16_amx(a.data(), row_stride, 1, rows, k, mr, tiled.data());
+        std::vector<float> spread(size_t(rows * row_stride * 2));
+        for (size_t i = 0; i < a.size(); ++i) spread[2 * i] = a[i];
+        fusor_rt_pack_a_bf16_amx(spread.data(), 2 * row_stride, 2, rows, k, mr, tiled2.data());
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < mr; ++i)
+          for (int64_t j = 0; j < k2; ++j) {
+            const size_t at = size_t((i / 16) * k2 * 16 + (j / 16) * 256 + (i % 16) * 16 + j % 16);
+            wrong += tiled[at] != plain[size_t(i * k2 + j)] || tiled2[at] != plain[size_t(i * k2 + j)];
+          }
+        CHECK(wrong == 0);
+      }
+    }
+  }
+
   TEST_CASE("activations convert to pairs the same on the vector and scalar paths") {
     // k from 1 to past two vectors, rows fewer than the block (zeros after), and a strided A.
     for (int64_t k : {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100}) {
