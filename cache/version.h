@@ -13,6 +13,6 @@
 namespace fusor {
 
 /// The engine version: "<release>+codegen.<n>".
-inline constexpr std::string_view kFusorVersion = "0.1.0+codegen.26";
+inline constexpr std::string_view kFusorVersion = "0.1.0+codegen.27";
 
 }  // namespace fusor
