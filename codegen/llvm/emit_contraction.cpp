@@ -924,7 +924,7 @@ std::string emit_contraction_ir(const KernelSpec& spec, const std::string& symbo
       std::string off = ir.op("mul i64 " + rc + ", " + i64(f.a_row));
       tl.a.push_back(ir.op("getelementptr float, ptr " + a_b + ", i64 " + off));
     }
-    if (t.symbolic && !t.amx) {
+    if (t.symbolic) {  // (f32 only: bf16 rows, AMX's included, returned above)
       std::string first = ir.op("getelementptr float, ptr " + a_b + ", i64 " + ir.op("mul i64 " + tl.row0 + ", " + i64(f.a_row)));
       for (int64_t i = 0; i < mr; ++i) tl.a_full.push_back(ir.op("getelementptr float, ptr " + first + ", i64 " + i64(i * f.a_row)));
     }

@@ -2,9 +2,9 @@
 
 #include <array>
 #include <bit>
-#include <utility>
 #include <cinttypes>
 #include <cstdio>
+#include <utility>
 
 #include "codegen/expr_check.h"
 #include "codegen/math_approx.h"
@@ -231,8 +231,8 @@ std::string exp_f32(IrText& ir, const std::string& x) {
 // whether applied as one factor or as two. So exp_f32_in_range drops the clamps and takes
 // one factor: the same floats (codegen/static/math.h, which keeps the general form, and
 // the asmjit backend's VecEmitter::exp_in_range compute them too), 7 fewer vector
-// operations of the ~45 a tanh takes. tests/codegen/llvm/pointwise_test.cpp checks the floats bit for bit
-// against the static kernels over a dense sweep. Measured on the 2-vCPU Xeon (model 207),
+// operations of the ~45 a tanh takes. tests/codegen/conformance/pointwise_test.cpp checks
+// the floats bit for bit against the static kernels over a dense sweep, on every host JIT. Measured on the 2-vCPU Xeon (model 207),
 // `fusor run --repeat 2000` medians, one thread, old / new binaries over three rounds: the
 // mul/add/tanh/mul/add chain over 256K floats (L2) 0.153-0.188 -> 0.135-0.149 ms; over 16M
 // floats (memory) 12.3-14.3 -> 12.1-12.4 ms (--repeat 40).
